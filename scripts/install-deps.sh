@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Install what binlake's tests and quickstart need, on Debian 12, idempotently.
+#
+# Used by .ci/run on a fresh machine and by the README's setup commands. Safe to run again:
+# apt is skipped when MariaDB is already there, and pip only refreshes the editable install.
+#   PYTHON=/path/to/python scripts/install-deps.sh   # choose the interpreter (default: python, else python3)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-$(command -v python || command -v python3 || true)}"
+if [[ -z "$PYTHON" ]]; then
+  echo "install-deps: no python or python3 on PATH" >&2
+  exit 1
+fi
+
+log() { printf 'install-deps: %s\n' "$*"; }
+
+# Runs a command as root: directly when we are root, else through sudo.
+as_root() {
+  if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+have_mariadb() {
+  { command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]]; } &&
+    { command -v mariadb-install-db >/dev/null || [[ -x /usr/bin/mariadb-install-db ]]; }
+}
+
+install_mariadb() {
+  if have_mariadb; then
+    log "MariaDB server already installed, skipping apt"
+    return
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  # The tests start their own throwaway servers; keep the package from starting a system one
+  # on port 3306 (policy-rc.d exit 101 = "don't start services"), unless a policy already exists.
+  local policy=/usr/sbin/policy-rc.d added_policy=0
+  if [[ ! -e "$policy" ]]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+    as_root chmod 755 "$policy"
+    added_policy=1
+  fi
+  local ok=0 try
+  for try in 1 2 3; do
+    if as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends mariadb-server mariadb-client; then
+      ok=1
+      break
+    fi
+    log "apt attempt $try failed, retrying"
+    sleep $((try * 5))
+  done
+  if [[ "$added_policy" == 1 ]]; then as_root rm -f "$policy"; fi
+  if [[ "$ok" != 1 ]] || ! have_mariadb; then
+    log "could not install mariadb-server" >&2
+    exit 1
+  fi
+}
+
+install_python() {
+  "$PYTHON" -m pip install --disable-pip-version-check --progress-bar off -q -e '.[dev]'
+}
+
+# ---------------------------------------------------------------------------------------------
+# HOOK: Spark jars. Fetch the Spark/Delta/Iceberg jars from Maven Central here (idempotently,
+# into a cache directory) once the Spark integration needs them. Left empty on purpose.
+install_spark_jars() {
+  :
+}
+# ---------------------------------------------------------------------------------------------
+
+install_mariadb
+install_python
+install_spark_jars
+log "done"

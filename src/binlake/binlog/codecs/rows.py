@@ -1,0 +1,146 @@
+"""WRITE/UPDATE/DELETE rows events (v0, v1, v2, MariaDB compressed, MySQL PARTIAL_UPDATE).
+
+Layout: post-header (table id, flags, v2 extra data), column count, presence bitmap(s),
+then rows: each row image is a null bitmap over the present columns plus the values.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+from ...errors import DecodeError
+from ...values import ABSENT, JsonPatch
+from ..columns.rowcodec import compile_row_decoder
+from ..constants import EventType as E
+from ..events import RowsEvent
+from ..table_map import TableMapEvent
+from ..wire import bitmap_bits, packed_int, raw, uint_n
+
+KIND = {
+    E.WRITE_ROWS_V0: "insert", E.UPDATE_ROWS_V0: "update", E.DELETE_ROWS_V0: "delete",
+    E.WRITE_ROWS_V1: "insert", E.UPDATE_ROWS_V1: "update", E.DELETE_ROWS_V1: "delete",
+    E.WRITE_ROWS_V2: "insert", E.UPDATE_ROWS_V2: "update", E.DELETE_ROWS_V2: "delete",
+    E.PARTIAL_UPDATE_ROWS: "update",
+    E.MARIADB_WRITE_ROWS_COMPRESSED_V1: "insert", E.MARIADB_UPDATE_ROWS_COMPRESSED_V1: "update",
+    E.MARIADB_DELETE_ROWS_COMPRESSED_V1: "delete", E.MARIADB_WRITE_ROWS_COMPRESSED: "insert",
+    E.MARIADB_UPDATE_ROWS_COMPRESSED: "update", E.MARIADB_DELETE_ROWS_COMPRESSED: "delete",
+}
+VERSION = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
+           E.WRITE_ROWS_V1: 1, E.UPDATE_ROWS_V1: 1, E.DELETE_ROWS_V1: 1,
+           E.MARIADB_WRITE_ROWS_COMPRESSED_V1: 1, E.MARIADB_UPDATE_ROWS_COMPRESSED_V1: 1,
+           E.MARIADB_DELETE_ROWS_COMPRESSED_V1: 1}
+
+PARTIAL_JSON_UPDATES = 1  # value_options bit in PARTIAL_UPDATE_ROWS
+
+
+def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, bytes, int]:
+    """(table_id, flags, extra_data, position of the column count)."""
+    id_len = 4 if post_header_len == 6 else 6
+    table_id, pos = uint_n(body, 0, id_len, "table id")
+    flags, pos = uint_n(body, pos, 2, "rows flags")
+    extra = b""
+    if post_header_len == 10:  # v2: extra data length includes its own 2 bytes
+        extra_len, pos = uint_n(body, pos, 2, "extra data length")
+        if extra_len < 2:
+            raise DecodeError(f"rows event extra data length {extra_len} < 2")
+        extra, pos = raw(body, pos, extra_len - 2, "extra data")
+    elif post_header_len > pos:
+        pos = post_header_len
+    return table_id, flags, extra, pos
+
+
+def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
+                table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None
+                ) -> RowsEvent:
+    kind = KIND[type_code]
+    table_id, flags, extra, pos = parse_rows_header(body, post_header_len)
+    ncols, pos = packed_int(body, pos)
+    if ncols != len(table.columns):
+        raise DecodeError(
+            f"rows event for {table.qualified_name} has {ncols} columns, its TABLE_MAP has "
+            f"{len(table.columns)}")
+    bm_len = (ncols + 7) // 8
+    present_b, pos = raw(body, pos, bm_len, "columns-present bitmap")
+    present = bitmap_bits(present_b, ncols)  # masked by count: MySQL sets unused high bits
+    present_after = present
+    if kind == "update":
+        after_b, pos = raw(body, pos, bm_len, "columns-present-after bitmap")
+        present_after = bitmap_bits(after_b, ncols)
+
+    decoders = table.row_decoders
+    key_b = tuple(present)
+    dec_before = decoders.get(key_b)
+    if dec_before is None:
+        dec_before = decoders[key_b] = compile_row_decoder(table.columns, present)
+    rows: list[Any] = []
+    end = len(body)
+    partial = type_code == E.PARTIAL_UPDATE_ROWS
+    try:
+        if kind != "update":
+            while pos < end:
+                row, pos = dec_before(body, pos)
+                rows.append(row)
+        else:
+            key_a = ("after", tuple(present_after))
+            dec_after = decoders.get(key_a)
+            if dec_after is None:
+                dec_after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
+            while pos < end:
+                before, pos = dec_before(body, pos)
+                if partial:
+                    after, pos = _partial_after(body, pos, table, present_after, before,
+                                                dec_after, json_diff_apply)
+                else:
+                    after, pos = dec_after(body, pos)
+                rows.append((before, after))
+    except DecodeError as exc:
+        raise DecodeError(f"{table.qualified_name} row {len(rows)}: {exc.reason}") from None
+    except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        raise DecodeError(f"{table.qualified_name} row {len(rows)}: malformed row image "
+                          f"({type(exc).__name__}: {exc})") from None
+    if pos != end:
+        raise DecodeError(f"{table.qualified_name}: row data overruns the event by {pos - end} "
+                          "bytes (truncated event or wrong column metadata)")
+    return RowsEvent(**base, kind=kind, table_id=table_id, flags=flags, table=table, rows=rows,
+                     extra_data=extra, version=VERSION.get(type_code, 2))
+
+
+def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: list[bool],
+                   before: tuple, dec_after: Callable, json_diff_apply: Callable | None
+                   ) -> tuple[tuple, int]:
+    """PARTIAL_UPDATE_ROWS after image: value_options, then a bit per JSON column saying
+    whether its value is a diff vector; diffs are applied to the before image."""
+    from ..columns.json_diff import apply_json_diffs, parse_json_diffs
+    from ..columns.json_binary import decode_json_binary
+
+    options, pos = packed_int(body, pos)
+    json_cols = [c.index for c in table.columns if c.type == 245 and present_after[c.index]]
+    partial_cols: set[int] = set()
+    if options & PARTIAL_JSON_UPDATES:
+        nb = (len(json_cols) + 7) // 8
+        bits_b, pos = raw(body, pos, nb, "partial-JSON bitmap")
+        for idx, on in zip(json_cols, bitmap_bits(bits_b, len(json_cols))):
+            if on:
+                partial_cols.add(idx)
+    key = ("partial", tuple(present_after), frozenset(json_cols))
+    dec = table.row_decoders.get(key)
+    if dec is None:
+        dec = table.row_decoders[key] = compile_row_decoder(
+            table.columns, present_after, partial_json=frozenset(json_cols))
+    after_raw, pos = dec(body, pos)
+    after = list(after_raw)
+    for idx in json_cols:
+        value = after[idx]
+        if value is None or value is ABSENT:
+            continue
+        if idx in partial_cols:
+            base_doc = before[idx]
+            diffs, _ = parse_json_diffs(value)
+            if base_doc is ABSENT or base_doc is None:
+                # MINIMAL image: the document is not in the event; hand on the diffs.
+                after[idx] = JsonPatch(tuple(diffs))
+            else:
+                after[idx] = apply_json_diffs(base_doc, diffs)
+        else:
+            after[idx] = decode_json_binary(value)
+    return tuple(after), pos

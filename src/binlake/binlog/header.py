@@ -1,0 +1,32 @@
+"""The 19-byte v4 event header, common to every event since MySQL 5.0."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .constants import EventType
+
+_HEADER = struct.Struct("<IBIIIH")
+
+
+@dataclass(frozen=True, slots=True)
+class EventHeader:
+    timestamp: int
+    type_code: int
+    server_id: int
+    event_size: int
+    log_pos: int
+    flags: int
+
+    @property
+    def type_name(self) -> str:
+        return EventType.name_of(self.type_code)
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> EventHeader:
+    """Parse a header; the caller guarantees 19 bytes are there."""
+    return EventHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def pack_header(h: EventHeader) -> bytes:
+    return _HEADER.pack(h.timestamp, h.type_code, h.server_id, h.event_size, h.log_pos, h.flags)

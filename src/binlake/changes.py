@@ -1,0 +1,233 @@
+"""Change records: one committed row change, typed, named, and pinned to its exact position.
+
+`ChangeTracker` turns the decoder's event stream into records; it follows transaction
+boundaries (GTID / BEGIN / XID / COMMIT) so every record knows its GTID and commit time.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable, Iterable, Iterator
+
+from .binlog.constants import ColumnType as T
+from .binlog.events import (
+    Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XidEvent,
+)
+from .binlog.table_map import ColumnInfo, TableMapEvent
+from .values import ABSENT, Geometry, InvalidTemporal, MySQLTime
+
+
+@dataclass(slots=True)
+class ChangeRecord:
+    """A row change. `before`/`after` map column names to values; columns outside the row
+    image are absent from the dicts (never None, which means SQL NULL)."""
+
+    op: str  # insert | update | delete
+    schema: str
+    table: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    primary_key: tuple[str, ...] | None
+    file: str | None
+    pos: int
+    """Start offset of the rows event (for payload-wrapped events: of the payload)."""
+    end_pos: int
+    row: int
+    """Index of the row inside its rows event."""
+    inner: int | None
+    """Index of the rows event inside a TRANSACTION_PAYLOAD, if wrapped."""
+    gtid: str | None
+    timestamp: int
+    """Event timestamp (seconds since epoch, the statement's start on the primary)."""
+    table_map: TableMapEvent
+
+    @property
+    def position(self) -> tuple[str | None, int, int, int]:
+        """Sortable identity of the change within one server's binlog history."""
+        return (self.file, self.pos, -1 if self.inner is None else self.inner, self.row)
+
+    @property
+    def key(self) -> dict[str, Any] | None:
+        if not self.primary_key:
+            return None
+        image = self.after if self.op != "delete" else self.before
+        assert image is not None
+        return {k: image.get(k, ABSENT) for k in self.primary_key}
+
+    def to_json_dict(self) -> dict[str, Any]:
+        fmt = _formatters(self.table_map)
+        out: dict[str, Any] = {
+            "op": self.op, "schema": self.schema, "table": self.table,
+        }
+        if self.before is not None:
+            out["before"] = _format_image(self.before, fmt)
+        if self.after is not None:
+            out["after"] = _format_image(self.after, fmt)
+        if self.primary_key:
+            out["primary_key"] = list(self.primary_key)
+        out["position"] = {"file": self.file, "pos": self.pos, "end_pos": self.end_pos,
+                           "row": self.row}
+        if self.inner is not None:
+            out["position"]["inner"] = self.inner
+        out["gtid"] = self.gtid
+        out["ts"] = self.timestamp
+        return out
+
+
+def _format_image(image: dict[str, Any], fmt: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    out = {}
+    for name, value in image.items():
+        if value is ABSENT:
+            continue
+        if value is None:
+            out[name] = None
+        else:
+            out[name] = fmt[name](value)
+    return out
+
+
+# -- JSON formatting of values ------------------------------------------------------------
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def format_decimal(d: Decimal) -> str:
+    return format(d, "f")
+
+
+def _fraction(micro: int, fsp: int) -> str:
+    return f".{micro:06d}"[: fsp + 1] if fsp else ""
+
+
+def _datetime_formatter(fsp: int, utc: bool) -> Callable[[Any], Any]:
+    def f(v: Any) -> Any:
+        if isinstance(v, InvalidTemporal):
+            return v.text
+        s = v.strftime("%Y-%m-%dT%H:%M:%S") if v.year >= 1000 else (
+            f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}")
+        return s + _fraction(v.microsecond, fsp) + ("Z" if utc else "")
+    return f
+
+
+def json_value(v: Any) -> Any:
+    """Format any decoded value for JSON without column context (JSON documents, user vars)."""
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, Decimal):
+        return format_decimal(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return _b64(bytes(v))
+    if isinstance(v, dt.datetime):
+        return v.isoformat().replace("+00:00", "Z")
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    if isinstance(v, MySQLTime):
+        return v.format(6 if v.microseconds else 0)
+    if isinstance(v, InvalidTemporal):
+        return v.text
+    if isinstance(v, Geometry):
+        return {"srid": v.srid, "wkb": _b64(v.wkb)}
+    if isinstance(v, dict):
+        return {k: json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    if hasattr(v, "type_code") and hasattr(v, "data"):  # JSON opaque value
+        return {"opaque_type": v.type_code, "data": _b64(v.data)}
+    return str(v)
+
+
+def _formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
+    t = c.type
+    if t == T.NEWDECIMAL:
+        return format_decimal
+    if t in (T.DATETIME2, T.DATETIME):
+        return _datetime_formatter(c.fsp, utc=False)
+    if t in (T.TIMESTAMP2, T.TIMESTAMP):
+        return _datetime_formatter(c.fsp, utc=True)
+    if t in (T.TIME2, T.TIME):
+        fsp = c.fsp
+        return lambda v: v.format(fsp)
+    if t in (T.DATE, T.NEWDATE):
+        return lambda v: v.text if isinstance(v, InvalidTemporal) else v.isoformat()
+    return json_value
+
+
+def _formatters(tm: TableMapEvent) -> dict[str, Callable[[Any], Any]]:
+    cached = tm.row_decoders.get("json-formatters")
+    if cached is None:
+        cached = {name: _formatter_for(c) for name, c in zip(tm.column_names, tm.columns)}
+        tm.row_decoders["json-formatters"] = cached
+    return cached
+
+
+# -- events -> records --------------------------------------------------------------------
+
+class ChangeTracker:
+    """Follow transaction context across events and turn rows events into ChangeRecords."""
+
+    def __init__(self, tables: Callable[[str, str], bool] | None = None) -> None:
+        self.table_filter = tables
+        self.gtid: str | None = None
+
+    def observe(self, ev: Event) -> None:
+        if isinstance(ev, GtidEvent):
+            self.gtid = ev.gtid
+        elif isinstance(ev, MariaGtidEvent):
+            self.gtid = ev.gtid
+
+    def records(self, ev: Event) -> list[ChangeRecord]:
+        self.observe(ev)
+        if not isinstance(ev, RowsEvent):
+            return []
+        tm = ev.table
+        if self.table_filter is not None and not self.table_filter(tm.schema, tm.table):
+            return []
+        names = tm.column_names
+        pk = tuple(names[i] for i in tm.primary_key) if tm.primary_key else None
+        out = []
+        common = (tm.schema, tm.table)
+        for i, row in enumerate(ev.rows):
+            if ev.kind == "update":
+                before, after = dict(zip(names, row[0])), dict(zip(names, row[1]))
+            elif ev.kind == "insert":
+                before, after = None, dict(zip(names, row))
+            else:
+                before, after = dict(zip(names, row)), None
+            out.append(ChangeRecord(ev.kind, *common, before, after, pk, ev.file, ev.offset,
+                                    ev.end, i, ev.inner_index, self.gtid, ev.timestamp, tm))
+        return out
+
+
+def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | None = None
+                 ) -> Iterator[ChangeRecord]:
+    tracker = ChangeTracker(tables)
+    for ev in events:
+        yield from tracker.records(ev)
+
+
+def table_filter(spec: str | None) -> Callable[[str, str], bool] | None:
+    """`db.table,db2.*` -> predicate; None when no filter was given."""
+    if not spec:
+        return None
+    import fnmatch
+
+    patterns = [p.strip() for p in spec.split(",") if p.strip()]
+
+    def match(schema: str, table: str) -> bool:
+        name = f"{schema}.{table}"
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+    return match
+
+
+def is_transaction_end(ev: Event) -> bool:
+    """XID, COMMIT/ROLLBACK queries and DDL end a transaction in the binlog."""
+    if isinstance(ev, XidEvent):
+        return True
+    if isinstance(ev, QueryEvent):
+        q = ev.query.lstrip().upper()
+        return not q.startswith("BEGIN") and not q.startswith("XA START") and not q.startswith("SAVEPOINT")
+    return False

@@ -1,0 +1,166 @@
+"""The `binlake` command line."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+
+from . import __version__
+from .errors import BinlakeError
+
+
+class _Fail(click.ClickException):
+    exit_code = 2
+
+
+def _fail(exc: BinlakeError) -> click.ClickException:
+    return _Fail(str(exc))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="binlake")
+def main() -> None:
+    """binlake: MySQL and MariaDB change data capture.
+
+    \b
+    Commands:
+      decode   read binlog files, print events or row changes (like mysqlbinlog -vv)
+    """
+
+
+def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
+    if not key_file:
+        return None
+    from .binlog.encryption import load_key_file
+
+    return load_key_file(Path(key_file).read_text())
+
+
+def _write_jsonl(out: Any, obj: dict[str, Any]) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+    out.write("\n")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--output", "-o", type=click.Choice(["jsonl", "text", "null"]), default="jsonl",
+              show_default=True, help="Print format; null prints nothing (for timing).")
+@click.option("--events", "what", flag_value="events",
+              help="Print every event instead of row changes.")
+@click.option("--changes", "what", flag_value="changes", default=True,
+              help="Print row changes (the default).")
+@click.option("--start-position", type=int, default=None,
+              help="Skip events that start before this byte offset (first file only).")
+@click.option("--stop-position", type=int, default=None,
+              help="Stop before the first event that starts at or after this offset (last file).")
+@click.option("--gtid", "gtids", default=None,
+              help="Only transactions with these GTIDs (MySQL set 'uuid:1-5' or MariaDB "
+                   "'0-1-5,1-1-7').")
+@click.option("--tables", default=None, help="Only these tables: 'db.t1,db2.*' (shell patterns).")
+@click.option("--key-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="MariaDB file_key_management key file, for encrypted binlogs.")
+@click.option("--allow-unknown-events", is_flag=True,
+              help="Hand on events of unknown type as raw bytes instead of failing.")
+@click.option("--no-verify-checksums", is_flag=True, help="Do not verify CRC32 checksums.")
+@click.option("--stats", is_flag=True,
+              help='Print a final JSON line {"rows", "events", "bytes", "seconds"}: on stdout '
+                   "with --output null, else on stderr.")
+def decode(files: tuple[str, ...], output: str, what: str, start_position: int | None,
+           stop_position: int | None, gtids: str | None, tables: str | None,
+           key_file: str | None, allow_unknown_events: bool, no_verify_checksums: bool,
+           stats: bool) -> None:
+    """Decode binlog FILES and print their row changes (or events).
+
+    \b
+    Examples:
+      binlake decode mariadb-bin.000001
+      binlake decode --events --output text binlog.000042
+      binlake decode --tables 'shop.orders' --output jsonl binlog.0000*
+      binlake decode --output null --stats big-binlog.000007
+    """
+    from .binlog.events import Event
+    from .changes import ChangeTracker, table_filter
+    from .files import read_events
+    from .gtid_filter import GtidFilter
+
+    t0 = time.perf_counter()
+    keys = _load_keys(key_file)
+    tracker = ChangeTracker(table_filter(tables))
+    gfilter = GtidFilter.parse(gtids) if gtids else None
+    out = sys.stdout
+    n_rows = n_events = n_bytes = 0
+    try:
+        for fi, path in enumerate(files):
+            n_bytes += Path(path).stat().st_size
+            first, last = fi == 0, fi == len(files) - 1
+            for ev in read_events(path, keys=keys, allow_unknown=allow_unknown_events,
+                                  verify_checksums=not no_verify_checksums):
+                n_events += 1
+                if last and stop_position is not None and ev.offset >= stop_position:
+                    break
+                if first and start_position is not None and ev.offset < start_position and ev.type_code != 15:
+                    tracker.observe(ev)
+                    continue
+                if gfilter is not None and not gfilter.accept(ev):
+                    continue
+                records = tracker.records(ev)
+                n_rows += len(records)
+                if output == "null":
+                    continue
+                if what == "events":
+                    _print_event(out, ev, output)
+                else:
+                    for rec in records:
+                        if output == "jsonl":
+                            _write_jsonl(out, rec.to_json_dict())
+                        else:
+                            out.write(_record_text(rec) + "\n")
+    except BinlakeError as exc:
+        raise _fail(exc) from None
+    except BrokenPipeError:
+        return
+    if stats:
+        line = {"rows": n_rows, "events": n_events, "bytes": n_bytes,
+                "seconds": round(time.perf_counter() - t0, 3)}
+        _write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
+
+
+def _print_event(out: Any, ev: Any, output: str) -> None:
+    from .changes import json_value
+
+    if output == "jsonl":
+        obj = {"type": ev.type_name, "file": ev.file, "pos": ev.offset, "end_pos": ev.end,
+               "ts": ev.timestamp, "server_id": ev.header.server_id}
+        if ev.inner_index is not None:
+            obj["inner"] = ev.inner_index
+        obj.update(json_value(ev.summary()))
+        _write_jsonl(out, obj)
+    else:
+        detail = " ".join(f"{k}={json.dumps(json_value(v), ensure_ascii=False)}"
+                          for k, v in ev.summary().items())
+        out.write(f"# at {ev.offset} end {ev.end} {ev.type_name} server_id={ev.header.server_id} "
+                  f"ts={ev.timestamp} {detail}\n")
+
+
+def _record_text(rec: Any) -> str:
+    d = rec.to_json_dict()
+    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
+             + (f" gtid {rec.gtid}" if rec.gtid else "")]
+    for part in ("before", "after"):
+        if part in d:
+            lines.append(f"###   {part}:")
+            for k, v in d[part].items():
+                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def run() -> None:  # pragma: no cover
+    main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,37 @@
+"""The MySQL/MariaDB client/server protocol, sans-IO (after h11).
+
+Everything in this package is pure: objects take bytes and give back events and bytes to send.
+Sockets, TLS wrapping and timeouts live in ``binlake.replica.connection`` only.
+
+- packets: framing (PacketStream), wire: int/string encodings
+- handshake: greeting, SSLRequest, HandshakeResponse41
+- auth: native and caching_sha2 password plugins, client and server side
+- results: OK/ERR/EOF and text result sets
+- client: ClientConnection; server: ServerConnection
+"""
+from .auth import Account, AuthError, Sha2Cache
+from .capabilities import Capability, Command, ServerStatus
+from .client import (
+    NEED_DATA,
+    Authenticated,
+    ClientConnection,
+    ClientState,
+    ColumnsReceived,
+    Greeting,
+    Packet,
+    ResultSetDone,
+    Rows,
+    StartTLS,
+    TLSUnavailable,
+)
+from .packets import MAX_PAYLOAD, PacketStream
+from .results import ColumnDefinition, EofPacket, ErrPacket, OkPacket, ResultSet
+from .server import BinlogDump, BinlogDumpGtid, RegisterReplica, ServerConnection
+
+__all__ = [
+    "Account", "AuthError", "Sha2Cache", "Capability", "Command", "ServerStatus", "NEED_DATA",
+    "Authenticated", "ClientConnection", "ClientState", "ColumnsReceived", "Greeting", "Packet",
+    "ResultSetDone", "Rows", "StartTLS", "TLSUnavailable", "MAX_PAYLOAD", "PacketStream",
+    "ColumnDefinition", "EofPacket", "ErrPacket", "OkPacket", "ResultSet", "BinlogDump",
+    "BinlogDumpGtid", "RegisterReplica", "ServerConnection",
+]
