@@ -179,8 +179,7 @@ class BinlogDecoder:
             raw = uncompress_mariadb_event(
                 raw, post_header_len=self._post_header_len(code, 13 if code == E.MARIADB_QUERY_COMPRESSED else 8),
                 checksum_len=CHECKSUM_LEN if self.checksum_alg == ChecksumAlg.CRC32 else 0)
-            header = parse_header(raw)
-            code = header.type_code
+            code = raw[4]  # decode as the plain twin; events keep the on-disk header
             body = raw[HEADER_LEN:-CHECKSUM_LEN] if self.checksum_alg == ChecksumAlg.CRC32 else raw[HEADER_LEN:]
         base = {"header": header, "file": self.file, "offset": offset, "end": end}
         try:

@@ -148,6 +148,9 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
         else:
             max_len = c.meta
         _length_prefixed(g, var, 1 if max_len < 256 else 2, ind)
+        if t == T.STRING and c.collation == 63:
+            # BINARY(n) is stored without its trailing zero bytes; the value has them.
+            g.emit(f"{var} = {var}.ljust({max_len}, b'\\0')", ind)
         _emit_text(g, c, var, ind)
     elif t in (T.ENUM, T.SET):
         size = c.meta & 0xFF
