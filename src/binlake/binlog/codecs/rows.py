@@ -114,12 +114,14 @@ def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: l
     from ..columns.json_binary import decode_json_binary
 
     options, pos = packed_int(body, pos)
-    json_cols = [c.index for c in table.columns if c.type == 245 and present_after[c.index]]
+    # One bit per JSON column of the table (in or out of the after image).
+    all_json = [c.index for c in table.columns if c.type == 245]
+    json_cols = [i for i in all_json if present_after[i]]
     partial_cols: set[int] = set()
     if options & PARTIAL_JSON_UPDATES:
-        nb = (len(json_cols) + 7) // 8
+        nb = (len(all_json) + 7) // 8
         bits_b, pos = raw(body, pos, nb, "partial-JSON bitmap")
-        for idx, on in zip(json_cols, bitmap_bits(bits_b, len(json_cols))):
+        for idx, on in zip(all_json, bitmap_bits(bits_b, len(all_json))):
             if on:
                 partial_cols.add(idx)
     key = ("partial", tuple(present_after), frozenset(json_cols))
@@ -135,7 +137,8 @@ def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: l
             continue
         if idx in partial_cols:
             base_doc = before[idx]
-            diffs, _ = parse_json_diffs(value)
+            # The row decoder consumed the 4-byte length that heads the diff vector.
+            diffs, _ = parse_json_diffs(len(value).to_bytes(4, "little") + value)
             if base_doc is ABSENT or base_doc is None:
                 # MINIMAL image: the document is not in the event; hand on the diffs.
                 after[idx] = JsonPatch(tuple(diffs))

@@ -102,14 +102,12 @@ def decode_time2(buf: bytes | memoryview, pos: int, fsp: int) -> MySQLTime:
             frac = 0
         elif fsp <= 2:
             frac = buf[pos + 3]
-            if frac >= 0x80:
-                frac -= 0x100
             if intpart < 0 and frac:
                 intpart += 1
                 frac -= 0x100
             frac *= 10000
         else:
-            frac = int.from_bytes(buf[pos + 3:pos + 5], "big", signed=True)
+            frac = int.from_bytes(buf[pos + 3:pos + 5], "big")
             if intpart < 0 and frac:
                 intpart += 1
                 frac -= 0x10000
