@@ -6,6 +6,7 @@ boundaries (GTID / BEGIN / XID / COMMIT) so every record knows its GTID and comm
 from __future__ import annotations
 
 import base64
+import struct
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
@@ -16,7 +17,7 @@ from .binlog.events import (
     Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XidEvent,
 )
 from .binlog.table_map import ColumnInfo, TableMapEvent
-from .values import ABSENT, Geometry, InvalidTemporal, MySQLTime
+from .values import ABSENT, Geometry, InvalidTemporal, JsonPatch, MySQLTime
 
 
 @dataclass(slots=True)
@@ -134,13 +135,28 @@ def json_value(v: Any) -> Any:
         return {k: json_value(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [json_value(x) for x in v]
+    if isinstance(v, JsonPatch):
+        return {"json_patch": [{"op": d.op, "path": d.path, "value": json_value(d.value)}
+                               for d in v.diffs]}
     if hasattr(v, "type_code") and hasattr(v, "data"):  # JSON opaque value
         return {"opaque_type": v.type_code, "data": _b64(v.data)}
     return str(v)
 
 
+def float32_text(v: float) -> float:
+    """The shortest decimal that reads back as the same float32 (what MySQL prints)."""
+    packed = struct.pack("<f", v)
+    for digits in range(6, 10):
+        candidate = float(f"{v:.{digits}g}")
+        if struct.pack("<f", candidate) == packed:
+            return candidate
+    return v
+
+
 def _formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
     t = c.type
+    if t == T.FLOAT:
+        return float32_text
     if t == T.NEWDECIMAL:
         return format_decimal
     if t in (T.DATETIME2, T.DATETIME):

@@ -129,7 +129,7 @@ def _normalize(intervals: Iterable[tuple[int, int]]) -> Intervals:
     for s, e in sorted(intervals):
         if e <= s:
             continue
-        if out and s < out[-1][1]:
+        if out and s <= out[-1][1]:
             if e > out[-1][1]:
                 out[-1][1] = e
         else:
@@ -345,7 +345,9 @@ class MySQLGtidSet:
             return _covers(self._map.get(key, ()), ((gno, gno + 1),))
         if isinstance(item, (MySQLGtidSet, str)):
             return self._coerce(item).issubset(self)
-        if getattr(item, "anonymous", True) or getattr(item, "uuid", None) is None:
+        if not hasattr(item, "gno"):
+            raise ConfigError(f"contains() takes a GTID, a GTID set or a GtidEvent, not {type(item).__name__}")
+        if item.anonymous or item.uuid is None:
             return False
         return self.contains((item.uuid, item.tag, item.gno))
 

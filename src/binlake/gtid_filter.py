@@ -23,8 +23,9 @@ class GtidFilter:
         if ":" in spec:
             gset = MySQLGtidSet.parse(spec)
             return cls(lambda g: gset.contains(g))
-        state = MariaGtidState.parse(spec)
-        wanted = {str(g) for g in state.gtids()} if hasattr(state, "gtids") else set(spec.split(","))
+        # MariaDB: a list of exact GTIDs (domain-server-seq); validated by the state parser.
+        MariaGtidState.parse(spec)
+        wanted = {g.strip() for g in spec.split(",") if g.strip()}
         return cls(lambda g: g in wanted)
 
     def accept(self, ev: Event) -> bool:

@@ -353,10 +353,8 @@ _SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
 
 def _register_gtid_codecs() -> None:
     """GTID codecs live in codecs/gtid.py; bound here so the table stays in one place."""
-    try:
-        from .codecs import gtid
-    except ImportError:  # pragma: no cover - during bootstrap of the package only
-        return
+    from .codecs import gtid
+
     _SIMPLE.update({
         E.GTID: gtid.decode_gtid,
         E.ANONYMOUS_GTID: gtid.decode_gtid,
