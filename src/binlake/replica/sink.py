@@ -1,0 +1,47 @@
+"""Where `binlake stream` writes records, and how a restart avoids duplicates there.
+
+A file sink is exactly-once: the checkpoint stores the file's length at the last durable
+commit, and a restart truncates the file back to it before resuming from the same position.
+Standard output cannot be taken back, so it is at-least-once; every record carries its
+position, which only grows, so a consumer can drop the few re-sent after a crash.
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+from typing import IO
+
+
+class OutputSink:
+    def __init__(self, path: str | None, resume_bytes: int | None) -> None:
+        self.path = Path(path) if path else None
+        if self.path is None:
+            self.fh: IO[str] = sys.stdout
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        mode = "r+" if self.path.exists() else "w"
+        raw = open(self.path, mode + "b")
+        if resume_bytes is not None:
+            raw.truncate(resume_bytes)  # drop what was written after the last checkpoint
+        raw.seek(0, io.SEEK_END)
+        self._raw = raw
+        self.fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
+
+    def write(self, line: str) -> None:
+        self.fh.write(line)
+
+    def durable_size(self) -> int | None:
+        """Flush and fsync; the size to store in the checkpoint (None for stdout)."""
+        self.fh.flush()
+        if self.path is None:
+            return None
+        os.fsync(self._raw.fileno())
+        return self._raw.tell()
+
+    def close(self) -> None:
+        if self.path is not None:
+            self.fh.close()
+        else:
+            self.fh.flush()
