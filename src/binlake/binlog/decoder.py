@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from dataclasses import replace
 from typing import Callable, Iterator, Protocol
 
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
@@ -73,6 +74,7 @@ class BinlogDecoder:
         self.fde: FormatDescriptionEvent | None = None
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
+        self._tm_cache: dict[bytes, TableMapEvent] = {}
         self._decryptor = None
         self._buf = bytearray()
         self._buf_start = 0  # file offset of _buf[0]
@@ -243,6 +245,7 @@ class BinlogDecoder:
         self.fde = fde
         self.checksum_alg = alg if alg != ChecksumAlg.UNDEF else ChecksumAlg.OFF
         self.tables.clear()
+        self._tm_cache.clear()
         return fde
 
     def _post_header_len(self, code: int, default: int) -> int:
@@ -255,8 +258,17 @@ class BinlogDecoder:
         if code in ROWS_EVENT_TYPES:
             return [self._decode_rows(code, body, base)]
         if code == E.TABLE_MAP:
-            tm = decode_table_map(memoryview(body), base, self._post_header_len(code, 8),
-                                  mariadb=self.fde is not None and self.fde.is_mariadb)
+            cached = self._tm_cache.get(body)
+            if cached is not None:
+                # Same bytes as an earlier TABLE_MAP: reuse its parse (and compiled decoders).
+                tm = replace(cached, header=base["header"], file=base["file"],
+                             offset=base["offset"], end=base["end"])
+            else:
+                tm = decode_table_map(memoryview(body), base, self._post_header_len(code, 8),
+                                      mariadb=self.fde is not None and self.fde.is_mariadb)
+                if len(self._tm_cache) > 1024:
+                    self._tm_cache.clear()
+                self._tm_cache[body] = tm
             if self.table_resolver is not None:
                 tm = self.table_resolver.resolve(tm)
             self.tables[tm.table_id] = tm

@@ -2,7 +2,8 @@
 
 Feed it received bytes (``receive_data`` or, without copying, ``recv_buffer``/``commit``), take
 the bytes it wants sent (``data_to_send``) and pull typed events (``next_event``) until it says
-NEED_DATA. It never touches a socket, so the same code runs under blocking sockets, asyncio, or
+NEED_DATA; handling a packet may queue a reply, so send ``data_to_send()`` before waiting for
+more input. It never touches a socket, so the same code runs under blocking sockets, asyncio, or
 in memory against binlake's own ServerConnection in tests.
 
 Phases: greeting → (SSLRequest + StartTLS) → handshake response → auth (switch, more data)
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 import collections
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import __version__
 from ..errors import BinlakeError, ProtocolError
-from . import results, wire
+from . import results
 from .auth import AUTH_MORE_DATA, AUTH_SWITCH, AuthError, AuthSwitchRequest, ClientAuth, NATIVE_PASSWORD
 from .capabilities import DEFAULT_CLIENT_CAPABILITIES, UTF8MB4_GENERAL_CI, Capability, Command
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest

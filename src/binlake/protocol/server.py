@@ -3,7 +3,8 @@
 ServerConnection greets, authenticates one user (mysql_native_password or caching_sha2_password,
 the latter with fast auth from a shared cache, or full auth over TLS or with an RSA key pair),
 then hands each command to the caller as an event and builds the replies the caller asks for.
-Like ClientConnection it never does I/O: feed bytes in, take bytes out, pull events.
+Like ClientConnection it never does I/O: feed bytes in, pull events, and send ``data_to_send()``
+after each event and before waiting for input (auth steps queue replies without an event).
 
 The replication command payloads (COM_REGISTER_SLAVE, COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID) are
 dataclasses here with both parse and build, since binlake's replica sends what its primary reads.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import collections
 import enum
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..errors import ProtocolError
@@ -37,7 +38,7 @@ from .capabilities import (
 )
 from .client import NEED_DATA, _NeedData
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
-from .packets import DEFAULT_BUFFER_SIZE, PacketStream
+from .packets import PacketStream
 from .results import ColumnDefinition, ErrPacket, OkPacket
 
 ER_SECURE_TRANSPORT_REQUIRED = 3159

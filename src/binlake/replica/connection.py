@@ -293,6 +293,7 @@ class MySQLConnection:
 
         A statement without a result set gives an empty ResultSet (no columns, no rows).
         """
+        self._require_open()
         self._client.send_query(sql)
         self._flush()
         first: ResultSet | None = None
@@ -324,6 +325,7 @@ class MySQLConnection:
 
     def execute(self, sql: str) -> OkPacket:
         """Run a statement for its effect; returns the final OK (rows of any result are dropped)."""
+        self._require_open()
         self._client.send_query(sql)
         self._flush()
         return self._await_ok()
@@ -343,12 +345,14 @@ class MySQLConnection:
                 raise ProtocolError(f"unexpected {type(ev).__name__} while waiting for OK")
 
     def ping(self) -> OkPacket:
+        self._require_open()
         self._client.send_ping()
         self._flush()
         return self._await_ok()
 
     def command(self, cmd: int, payload: bytes = b"") -> OkPacket:
         """A command answered by OK/ERR (e.g. COM_REGISTER_SLAVE)."""
+        self._require_open()
         self._client.send_command(cmd, payload)
         self._flush()
         return self._await_ok()
@@ -358,6 +362,7 @@ class MySQLConnection:
 
         The connection stays in raw mode: every later packet is handed over unparsed.
         """
+        self._require_open()
         self._client.send_command(cmd, payload, response="raw")
         self._flush()
 

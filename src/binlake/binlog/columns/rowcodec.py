@@ -187,6 +187,11 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
 
 
 def _emit_text(g: _Gen, c: ColumnInfo, var: str, ind: int, blob: bool = False) -> None:
+    if c.is_json:
+        # MariaDB's JSON is LONGTEXT checked by json_valid(): hand it on as a JSON value.
+        fn = g.bind(_json_text, "jt")
+        g.emit(f"{var} = {fn}({var})", ind)
+        return
     if c.collation is None:
         if blob and not c.is_json:
             return  # BLOB vs TEXT is unknown without metadata: keep the exact bytes
@@ -199,15 +204,48 @@ def _emit_text(g: _Gen, c: ColumnInfo, var: str, ind: int, blob: bool = False) -
     g.emit(f"{var} = {var}.decode({codec!r})", ind)
 
 
+def _json_text(data: bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise DecodeError(f"JSON column holds invalid JSON: {exc}") from None
+
+
 def _vector(data: bytes) -> list[float]:
     if len(data) % 4:
         raise DecodeError(f"VECTOR value of {len(data)} bytes is not a multiple of 4")
     return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
+_CACHE: dict[tuple, RowDecoder] = {}
+_CACHE_MAX = 4096
+
+
+def _signature(columns: Sequence[ColumnInfo]) -> tuple:
+    return tuple((c.type, c.meta, c.unsigned, c.collation, c.enum_values, c.set_values, c.is_json)
+                 for c in columns)
+
+
 def compile_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
                         partial_json: frozenset[int] = frozenset()) -> RowDecoder:
-    """Build `decode(buf, pos) -> (values over all columns, new pos)` for one row image."""
+    """Build `decode(buf, pos) -> (values over all columns, new pos)` for one row image.
+
+    Servers repeat the TABLE_MAP in every transaction; decoders are cached by the table's
+    shape, so each shape is compiled once per process.
+    """
+    key = (_signature(columns), tuple(present), partial_json)
+    fn = _CACHE.get(key)
+    if fn is None:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        fn = _CACHE[key] = _compile(columns, present, partial_json)
+    return fn
+
+
+def _compile(columns: Sequence[ColumnInfo], present: Sequence[bool],
+             partial_json: frozenset[int]) -> RowDecoder:
     g = _Gen()
     present_cols = [c for c, on in zip(columns, present) if on]
     nbytes = (len(present_cols) + 7) // 8
