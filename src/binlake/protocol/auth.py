@@ -14,9 +14,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import BinlakeError, ProtocolError
 from . import wire
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptography.hazmat.primitives.asymmetric.padding import OAEP
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey, RSAPublicKey
 
 NATIVE_PASSWORD = "mysql_native_password"
 CACHING_SHA2_PASSWORD = "caching_sha2_password"
@@ -114,7 +119,7 @@ def xor_password(password: str | bytes, nonce: bytes) -> bytes:
     return bytes(b ^ n[i % len(n)] for i, b in enumerate(pw))
 
 
-def _oaep():
+def _oaep() -> "OAEP":
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -122,16 +127,21 @@ def _oaep():
     return padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
 
 
-def load_public_key(pem: bytes | str):
+def load_public_key(pem: bytes | str) -> "RSAPublicKey":
     """A PEM public key (the server's) as a cryptography object; a clear error if it is not one."""
     from cryptography.hazmat.primitives import serialization
 
     data = pem.encode("ascii") if isinstance(pem, str) else bytes(pem)
     try:
-        return serialization.load_pem_public_key(data)
+        key = serialization.load_pem_public_key(data)
     except ValueError as exc:
         raise AuthError("the server public key is not a valid PEM RSA public key",
                         hint="check server_public_key_path, or the server's caching_sha2_password_public_key_path") from exc
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+
+    if not isinstance(key, RSAPublicKey):
+        raise AuthError("the server public key is not an RSA key")
+    return key
 
 
 def rsa_encrypt_password(password: str | bytes, nonce: bytes, public_key_pem: bytes | str) -> bytes:
@@ -144,7 +154,7 @@ def rsa_encrypt_password(password: str | bytes, nonce: bytes, public_key_pem: by
         raise AuthError("the password is too long for the server's RSA key") from exc
 
 
-def rsa_decrypt_password(ciphertext: bytes, nonce: bytes, private_key) -> bytes:
+def rsa_decrypt_password(ciphertext: bytes, nonce: bytes, private_key: "RSAPrivateKey") -> bytes:
     """Server side: the password bytes from an RSA-encrypted auth response."""
     plain = private_key.decrypt(bytes(ciphertext), _oaep())
     n = nonce[:NONCE_LENGTH] or b"\x00"
@@ -152,14 +162,14 @@ def rsa_decrypt_password(ciphertext: bytes, nonce: bytes, private_key) -> bytes:
     return pw[:-1] if pw.endswith(b"\x00") else pw
 
 
-def generate_rsa_key(bits: int = 2048):
+def generate_rsa_key(bits: int = 2048) -> "RSAPrivateKey":
     """A fresh RSA private key for a caching_sha2 server that has no TLS."""
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     return rsa.generate_private_key(public_exponent=65537, key_size=bits)
 
 
-def public_key_pem(private_key) -> bytes:
+def public_key_pem(private_key: "RSAPrivateKey") -> bytes:
     """The SubjectPublicKeyInfo PEM a server sends on a 0x02 request."""
     from cryptography.hazmat.primitives import serialization
 
@@ -341,7 +351,7 @@ class ServerAuth:
     """Server side of one plugin run against a known account (plugin already agreed)."""
 
     def __init__(self, user: str, account: Account, nonce: bytes, *, secure: bool,
-                 cache: Sha2Cache | None, rsa_private_key=None) -> None:
+                 cache: Sha2Cache | None, rsa_private_key: "RSAPrivateKey | None" = None) -> None:
         self.user = user
         self.account = account
         self.nonce = nonce

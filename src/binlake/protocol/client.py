@@ -21,7 +21,7 @@ from . import results
 from .auth import AUTH_MORE_DATA, AUTH_SWITCH, AuthError, AuthSwitchRequest, ClientAuth, NATIVE_PASSWORD
 from .capabilities import DEFAULT_CLIENT_CAPABILITIES, UTF8MB4_GENERAL_CI, Capability, Command
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
-from .packets import DEFAULT_BUFFER_SIZE, PacketStream
+from .packets import DEFAULT_BUFFER_SIZE, PacketStream, frame
 from .results import ColumnDefinition, ErrPacket, OkPacket, Row
 
 
@@ -236,6 +236,18 @@ class ClientConnection:
     def send_quit(self) -> None:
         self.send_command(Command.QUIT, response="none")
 
+    def send_out_of_band(self, payload: bytes) -> None:
+        """One packet outside the command flow (semi-sync ACK during a binlog stream).
+
+        It goes out with sequence id 0 and leaves the connection's state alone; the sequence
+        id of the server's next packet is accepted as it comes.
+        """
+        if self.state is not ClientState.RAW:
+            raise ProtocolError("out-of-band packets are only sent during a raw stream")
+        data, _ = frame(payload, 0)
+        self._out.append(data)
+        self.stream.resync()
+
     def end_raw(self) -> None:
         """Leave raw mode (the binlog layer saw the end of the stream) back to idle."""
         if self.state is ClientState.RAW:
@@ -395,7 +407,7 @@ class ClientConnection:
 
     # -- command phase ----------------------------------------------------------------------
 
-    def _on_result(self, payload: memoryview, first: int) -> Event:
+    def _on_result(self, payload: memoryview, first: int) -> Event | None:
         if first == results.OK_HEADER:
             ok = OkPacket.parse(payload, self.capabilities)
             self.state = ClientState.RESULT if ok.more_results else ClientState.READY
@@ -407,7 +419,7 @@ class ClientConnection:
             # binlake never offers CLIENT_LOCAL_FILES; answer with an empty file so the
             # connection stays usable, the server then reports an error
             self._send(b"")
-            return None  # type: ignore[return-value]
+            return None
         if first == results.EOF_HEADER and len(payload) < 9:
             # a bare EOF (e.g. COM_SET_OPTION / COM_DEBUG replies on old servers)
             self.state = ClientState.READY
@@ -418,7 +430,7 @@ class ClientConnection:
         if self._ncols == 0:
             raise ProtocolError("result set with zero columns")
         self.state = ClientState.COLUMNS
-        return None  # type: ignore[return-value]
+        return None
 
     def _read_rows(self) -> Event | None:
         """Parse every complete row already buffered into one Rows event."""

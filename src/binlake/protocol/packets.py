@@ -20,6 +20,8 @@ MAX_PAYLOAD = 0xFFFFFF
 
 #: Default receive buffer: large enough that recv_into returns many small binlog packets at once.
 DEFAULT_BUFFER_SIZE = 1 << 20
+#: a sequence id no packet has: the next packet's id is taken as it comes (see resync)
+_RESYNC = -1
 #: Compact/grow before receiving when less than this is free at the tail.
 _MIN_FREE = 64 * 1024
 
@@ -84,6 +86,14 @@ class PacketStream:
         """A new command starts: sequence ids restart at 0."""
         self.seq = 0
 
+    def resync(self) -> None:
+        """Accept whatever sequence id the next received packet has, then count on from it.
+
+        For packets sent outside the command flow (a semi-sync ACK goes out with id 0 in the
+        middle of a binlog stream); servers differ in how they number what follows.
+        """
+        self.seq = _RESYNC
+
     def frame(self, payload: bytes | bytearray | memoryview) -> bytes:
         """Wire bytes for one logical payload, using and advancing the sequence id."""
         data, self.seq = frame(payload, self.seq)
@@ -104,6 +114,21 @@ class PacketStream:
     def buffered(self) -> int:
         """Bytes received but not yet returned as packets."""
         return self._end - self._start
+
+    def wanted(self) -> int:
+        """Bytes that complete the packet next_packet() last waited for (never reads past it).
+
+        For edges that must not over-read, e.g. a server before the TLS handshake: whatever
+        follows an SSLRequest belongs to TLS, not to this stream.
+        """
+        return max(self._need - (self._end - self._start), 1)
+
+    def take_buffered(self) -> bytes:
+        """Remove and return every unread byte (e.g. TLS records that followed an SSLRequest)."""
+        data = bytes(self._view[self._start:self._end])
+        self._start = self._end = 0
+        self._need = HEADER_SIZE
+        return data
 
     def recv_buffer(self) -> memoryview:
         """Free space to receive into (``sock.recv_into(stream.recv_buffer())``, then commit).
@@ -171,7 +196,7 @@ class PacketStream:
                 self._need = total
                 return None
             seq = buf[start + 3]
-            if seq != self.seq and self.check_sequence:
+            if seq != self.seq and self.check_sequence and self.seq != _RESYNC:
                 raise ProtocolError(
                     f"packet out of order: sequence id {seq}, expected {self.seq}",
                     hint="the connection is out of step; reconnect",

@@ -15,7 +15,7 @@ import collections
 import enum
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from ..errors import ProtocolError
 from . import results, wire
@@ -40,6 +40,9 @@ from .client import NEED_DATA, _NeedData
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
 from .packets import PacketStream
 from .results import ColumnDefinition, ErrPacket, OkPacket
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 ER_SECURE_TRANSPORT_REQUIRED = 3159
 ER_UNKNOWN_COM_ERROR = 1047
@@ -234,7 +237,7 @@ class ServerConnection:
         tls_available: bool = False,
         require_tls: bool = False,
         secure_transport: bool = False,
-        rsa_private_key=None,
+        rsa_private_key: "RSAPrivateKey | None" = None,
         sha2_cache: Sha2Cache | None = None,
         capabilities: int = DEFAULT_SERVER_CAPABILITIES,
         status_flags: int = ServerStatus.AUTOCOMMIT,
@@ -308,10 +311,26 @@ class ServerConnection:
         else:
             self._out.extend(self.stream.frame_parts(payload))
 
+    def recv_size(self, default: int = 65536) -> int:
+        """How much to read next: before TLS is settled, exactly the rest of the client's first
+        packet, because a client sends its TLS ClientHello right behind the SSLRequest."""
+        if self.state is ServerState.GREETED:
+            return self.stream.wanted()
+        return default
+
+    def take_trailing_data(self) -> bytes:
+        """After TLSRequested: bytes already received past the SSLRequest (the start of the TLS
+        handshake); an edge that over-read must hand them to its TLS layer."""
+        return self.stream.take_buffered()
+
     def tls_started(self) -> None:
         """The caller finished the server-side TLS handshake."""
         if self.state is not ServerState.TLS:
             raise ProtocolError("tls_started() without a pending TLSRequested")
+        if self.stream.buffered():
+            raise ProtocolError("bytes that followed the SSLRequest are still in the packet buffer",
+                                hint="read with recv_size() before TLS, or feed take_trailing_data() "
+                                     "to the TLS layer")
         self.secure = True
         self.state = ServerState.RESPONSE
 

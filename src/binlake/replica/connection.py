@@ -366,6 +366,15 @@ class MySQLConnection:
         self._client.send_command(cmd, payload, response="raw")
         self._flush()
 
+    def send_raw(self, payload: bytes) -> None:
+        """Send one packet in the middle of a raw stream without a reply (semi-sync ACK).
+
+        Sequence id 0; the next packet read is accepted whatever its sequence id.
+        """
+        self._require_open()
+        self._client.send_out_of_band(payload)
+        self._flush()
+
     def read_packet(self) -> memoryview:
         """The next payload as a memoryview into the receive buffer.
 
