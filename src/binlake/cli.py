@@ -26,10 +26,8 @@ def _fail(exc: BinlakeError) -> click.ClickException:
 def main() -> None:
     """binlake: MySQL and MariaDB change data capture.
 
-    \b
-    Commands:
-      decode   read binlog files, print events or row changes (like mysqlbinlog -vv)
-      stream   act as a replica of a live server and print its row changes
+    Decode binlog files, stream row changes from a live primary as a replica, and keep Delta
+    Lake tables equal to the source tables. Every command has --help with examples.
     """
 
 
@@ -130,115 +128,6 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         _write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
 
 
-@main.command()
-@click.argument("url")
-@click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
-              help="Checkpoint file: resume from it on restart, update it as changes are written.")
-@click.option("--start", "start_pos", default=None, metavar="FILE:POS",
-              help="Start at this binlog file and offset (default: the checkpoint, else the end).")
-@click.option("--gtid", "gtid", default=None, metavar="SET",
-              help="Start after these GTIDs: MySQL executed set 'uuid:1-42', or MariaDB state '0-1-42'.")
-@click.option("--until-end", is_flag=True, help="Stop at the primary's end as of connecting.")
-@click.option("--tables", default=None, help="Only these tables: 'db.t1,db2.*' (shell patterns).")
-@click.option("--semi-sync", is_flag=True,
-              help="Acknowledge transactions as a semi-synchronous replica (after the checkpoint).")
-@click.option("--server-id", type=int, default=6449519, show_default=True,
-              help="Replica server id; unique among the primary's replicas.")
-@click.option("--heartbeat", type=float, default=5.0, show_default=True,
-              help="Heartbeat period in seconds; a silent connection is dead after 3 periods.")
-@click.option("--output", "-o", type=click.Choice(["jsonl", "text", "null"]), default="jsonl",
-              show_default=True)
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
-              help="Write to this file instead of stdout; with --checkpoint it is exactly-once.")
-@click.option("--password-prompt", is_flag=True, help="Ask for the password.")
-@click.option("--password-env", default="BINLAKE_PASSWORD", show_default=True,
-              help="Environment variable holding the password when the URL has none.")
-@click.option("--stats", is_flag=True, help='Print a final JSON line {"rows","events","seconds"}.')
-def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | None,
-           until_end: bool, tables: str | None, semi_sync: bool, server_id: int, heartbeat: float,
-           output: str, out_path: str | None, password_prompt: bool, password_env: str,
-           stats: bool) -> None:
-    """Stream row changes from a live MySQL/MariaDB primary (URL: mysql://user:pw@host:port).
-
-    \b
-    Records carry their exact position; with --checkpoint a restart resumes after the last
-    written record: exactly once with --out FILE, at least once on stdout.
-    \b
-    Examples:
-      binlake stream mysql://repl@db1:3306 --checkpoint state.json --out changes.jsonl
-      BINLAKE_PASSWORD=... binlake stream mysql://repl@db1 --gtid 0-1-1000 --until-end
-      binlake stream mysql://repl:pw@127.0.0.1:3306 --until-end --output null --stats
-    """
-    import signal
-
-    from .changes import table_filter
-    from .replica.checkpoint import CheckpointStore
-    from .replica.position import Position
-    from .replica.sink import OutputSink
-    from .replica.stream import BinlogStream, StreamOptions
-    from .replica.url import ServerURL
-
-    t0 = time.perf_counter()
-    try:
-        server = ServerURL.parse(url, password_env=password_env)
-        if password_prompt:
-            server = server.with_password(click.prompt("Password", hide_input=True))
-        store = CheckpointStore(checkpoint) if checkpoint else None
-        saved = store.load() if store else None
-        start: Position | None = None
-        resume_bytes = None
-        if saved is not None:
-            start, extra = saved
-            resume_bytes = extra.get("out_bytes")
-        elif start_pos:
-            start = Position.parse_start(start_pos)
-        elif gtid:
-            start = Position(gtid_set=gtid) if ":" in gtid else Position(gtid_state=gtid)
-        sink = OutputSink(out_path, resume_bytes)
-        last_save = [0.0]
-
-        def save(position: Position, force: bool = False) -> None:
-            if store is None:
-                sink.fh.flush()
-                return
-            now = time.monotonic()
-            if force or semi_sync or now - last_save[0] >= 0.2:
-                size = sink.durable_size()
-                store.save(position, {"out_bytes": size} if size is not None else {})
-                last_save[0] = now
-
-        opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
-                             semi_sync=semi_sync, heartbeat=heartbeat, tables=table_filter(tables),
-                             on_commit=save)
-        bs = BinlogStream(server, opts)
-
-        def stop(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
-
-        signal.signal(signal.SIGTERM, stop)
-        n = 0
-        try:
-            for rec in bs.changes():
-                n += 1
-                if output == "jsonl":
-                    sink.write(json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
-                elif output == "text":
-                    sink.write(_record_text(rec) + "\n")
-        except KeyboardInterrupt:
-            pass
-        finally:
-            bs.close()
-            if bs._boundary is not None:
-                save(bs.position, force=True)
-            sink.close()
-    except BinlakeError as exc:
-        raise _fail(exc) from None
-    if stats:
-        _write_jsonl(sys.stdout if output == "null" or out_path else sys.stderr,
-                     {"rows": n, "events": bs.events_seen,
-                      "seconds": round(time.perf_counter() - t0, 3)})
-
-
 def _print_event(out: Any, ev: Any, output: str) -> None:
     from .changes import json_value
 
@@ -266,6 +155,16 @@ def _record_text(rec: Any) -> str:
             for k, v in d[part].items():
                 lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
     return "\n".join(lines)
+
+
+def _register_commands() -> None:
+    """Commands that live with their subsystem."""
+    from .replica.cli import stream
+
+    main.add_command(stream)
+
+
+_register_commands()
 
 
 def run() -> None:  # pragma: no cover
