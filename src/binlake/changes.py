@@ -6,6 +6,7 @@ boundaries (GTID / BEGIN / XID / COMMIT) so every record knows its GTID and comm
 from __future__ import annotations
 
 import base64
+import re
 import struct
 import datetime as dt
 from dataclasses import dataclass
@@ -42,7 +43,12 @@ class ChangeRecord:
     gtid: str | None
     timestamp: int
     """Event timestamp (seconds since epoch, the statement's start on the primary)."""
-    table_map: TableMapEvent
+    table_map: TableMapEvent | None
+    """The TABLE_MAP the row was decoded with (None for statement records: truncate, ddl)."""
+    statement: str | None = None
+    """For op 'truncate' and 'ddl': the statement as the primary logged it."""
+    ddl: Any = None
+    """For op 'ddl': the schema history's description of the change (new table shape)."""
 
     @property
     def position(self) -> tuple[str | None, int, int, int]:
@@ -58,10 +64,14 @@ class ChangeRecord:
         return {k: image.get(k, ABSENT) for k in self.primary_key}
 
     def to_json_dict(self) -> dict[str, Any]:
-        fmt = _formatters(self.table_map)
         out: dict[str, Any] = {
             "op": self.op, "schema": self.schema, "table": self.table,
         }
+        if self.statement is not None:
+            out["statement"] = self.statement
+        if self.ddl is not None and hasattr(self.ddl, "to_json"):
+            out["ddl"] = self.ddl.to_json()
+        fmt = _formatters(self.table_map) if self.table_map is not None else {}
         if self.before is not None:
             out["before"] = _format_image(self.before, fmt)
         if self.after is not None:
@@ -196,6 +206,8 @@ class ChangeTracker:
 
     def records(self, ev: Event) -> list[ChangeRecord]:
         self.observe(ev)
+        if isinstance(ev, QueryEvent):
+            return self._statement_records(ev)
         if not isinstance(ev, RowsEvent):
             return []
         tm = ev.table
@@ -215,6 +227,34 @@ class ChangeTracker:
             out.append(ChangeRecord(ev.kind, *common, before, after, pk, ev.file, ev.offset,
                                     ev.end, i, ev.inner_index, self.gtid, ev.timestamp, tm))
         return out
+
+
+    def _statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
+        """TRUNCATE (always) and DDL (when the schema history described it) as records."""
+        if ev.error_code:
+            return []  # a statement that failed on the primary changed nothing
+        m = _TRUNCATE.match(ev.query)
+        if m is not None:
+            targets, op = [_split_name(m.group(1), ev.schema)], "truncate"
+        elif ev.ddl is not None:
+            targets, op = list(ev.ddl.tables), "ddl"
+        else:
+            return []
+        return [ChangeRecord(op, schema, table, None, None, None, ev.file, ev.offset, ev.end, 0,
+                             ev.inner_index, self.gtid, ev.timestamp, None, ev.query, ev.ddl)
+                for schema, table in targets
+                if self.table_filter is None or self.table_filter(schema, table)]
+
+
+_TRUNCATE = re.compile(r"^\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
+                       re.IGNORECASE | re.DOTALL)
+
+
+def _split_name(name: str, default_schema: str) -> tuple[str, str]:
+    parts = [p.strip().strip("`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", name)]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    return default_schema, parts[0]
 
 
 def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | None = None

@@ -86,3 +86,4 @@ def test_help_reads_well() -> None:
     res = run("decode", "--help")
     for word in ("--start-position", "--gtid", "--tables", "--key-file", "--output", "--stats"):
         assert word in res.output
+

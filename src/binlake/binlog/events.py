@@ -92,6 +92,8 @@ class QueryEvent(Event):
     query: str
     status_vars: dict[str, Any] = field(default_factory=dict)
     compressed: bool = False
+    ddl: Any = None
+    """Set by the schema history when the statement changed a table's structure."""
 
     def summary(self) -> dict[str, Any]:
         return {"schema": self.schema, "query": self.query, "error_code": self.error_code,
