@@ -36,7 +36,11 @@ _MARIADB_COMPRESSED = frozenset(range(E.MARIADB_QUERY_COMPRESSED, E.MARIADB_DELE
 
 
 class TableResolver(Protocol):
-    """Fills in what a TABLE_MAP lacks (names, signedness, charsets) from schema history."""
+    """Fills in what a TABLE_MAP lacks (names, signedness, charsets) from schema history.
+
+    A resolver may also define `on_query(ev) -> DdlChange | None`, called for every QUERY
+    event, to replay DDL; its answer is stored on `ev.ddl`.
+    """
 
     def resolve(self, table_map: TableMapEvent) -> TableMapEvent: ...
 
@@ -277,7 +281,12 @@ class BinlogDecoder:
         if simple is not None:
             return [simple(body, base)]
         if code == E.QUERY:
-            return [query.decode_query(body, base, self._post_header_len(code, 13))]
+            ev = query.decode_query(body, base, self._post_header_len(code, 13))
+            on_query = getattr(self.table_resolver, "on_query", None)
+            if on_query is not None:
+                # The schema history applies DDL at this exact position (files and streams alike).
+                ev.ddl = on_query(ev)
+            return [ev]
         if code == E.EXECUTE_LOAD_QUERY:
             # A QUERY event with LOAD DATA fields (file id, offsets, duplicates) in its post-header.
             ev = query.decode_query(body, base, self._post_header_len(code, 26))
