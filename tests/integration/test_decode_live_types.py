@@ -137,3 +137,13 @@ def test_update_and_delete_images(written) -> None:
     # positions are exact and increasing
     pos = [c.position for c in records]
     assert pos == sorted(pos)
+
+
+def test_mariadb_signedness_bitmap_counts_year(mariadb) -> None:
+    """MariaDB gives YEAR a bit in the signedness metadata; flags after it must not shift."""
+    mariadb.sql("DROP TABLE IF EXISTS year_sign", "CREATE TABLE year_sign (y YEAR, a INT UNSIGNED, b INT)",
+                "FLUSH BINARY LOGS")
+    mariadb.sql("INSERT INTO year_sign VALUES (2024, 4294967295, -1)", "FLUSH BINARY LOGS")
+    files = sorted(mariadb.binlog_dir.glob("mariadb-bin.[0-9]*"))
+    (rec,) = [c for c in iter_changes(read_files(files)) if c.table == "year_sign"]
+    assert rec.after == {"y": 2024, "a": 4294967295, "b": -1}

@@ -207,7 +207,9 @@ def decode_table_map(body: memoryview, base: dict, post_header_len: int,
 
 def _apply_optional_metadata(ev: TableMapEvent, buf: memoryview, pos: int, mariadb: bool) -> None:
     cols = ev.columns
-    numeric = [c for c in cols if c.type in NUMERIC_TYPES]
+    # MariaDB's signedness bitmap also has a bit for YEAR columns; MySQL's does not.
+    numeric_types = NUMERIC_TYPES | {T.YEAR} if mariadb else NUMERIC_TYPES
+    numeric = [c for c in cols if c.type in numeric_types]
     char_types = CHARACTER_TYPES_MARIADB if mariadb else CHARACTER_TYPES_MYSQL
     character = [c for c in cols if c.type in char_types]
     enum_set = [c for c in cols if c.type in (T.ENUM, T.SET)]

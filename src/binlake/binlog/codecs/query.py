@@ -34,6 +34,9 @@ MARIA_GTID_FLAGS3 = 130
 MARIA_CHARACTER_SET_COLLATIONS = 131
 
 MAX_DBS_IN_EVENT_MTS = 254
+FL_START_ALTER_E1 = 2
+FL_COMMIT_ALTER_E1 = 4
+FL_ROLLBACK_ALTER_E1 = 8
 
 
 def _lenstr(buf: bytes, pos: int) -> tuple[str, int]:
@@ -117,7 +120,10 @@ def parse_status_vars(buf: bytes) -> dict[str, Any]:
         elif code == MARIA_XID:
             out["xid"], pos = u64(buf, pos)
         elif code == MARIA_GTID_FLAGS3:
-            out["gtid_flags3"], pos = uint_n(buf, pos, 1)
+            flags3, pos = uint_n(buf, pos, 1)
+            out["gtid_flags3"] = flags3
+            if flags3 & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
+                out["sa_seq_no"], pos = u64(buf, pos)  # the START ALTER this one completes
         elif code == MARIA_CHARACTER_SET_COLLATIONS:
             n, pos = packed_int(buf, pos)
             need(buf, pos, n * 4, "character set collations")
