@@ -234,8 +234,16 @@ class ChangeTracker:
         if ev.error_code:
             return []  # a statement that failed on the primary changed nothing
         m = _TRUNCATE.match(ev.query)
+        dml = _DML.match(ev.query) if m is None else None
         if m is not None:
             targets, op = [_split_name(m.group(1), ev.schema)], "truncate"
+        elif dml is not None:
+            # Statement-logged DML (statement/mixed binlogs, MariaDB's transaction-precise
+            # system-versioned tables): the rows are not in the binlog. Handed on as a
+            # 'statement' record so consumers see it; the Delta apply refuses it loudly.
+            name = dml.group(2)
+            targets = [_split_name(name, ev.schema) if name else (ev.schema, "")]
+            op = "statement"
         elif ev.ddl is not None:
             targets, op = list(ev.ddl.tables), "ddl"
         else:
@@ -248,6 +256,13 @@ class ChangeTracker:
 
 _TRUNCATE = re.compile(r"^\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
                        re.IGNORECASE | re.DOTALL)
+
+
+_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+DATA)\b"
+                  r"(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE|QUICK|CONCURRENT|LOCAL|INTO|FROM))*"
+                  r"(?:\s+INFILE\s+'[^']*'(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE)?"
+                  r"\s+((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)?",
+                  re.IGNORECASE | re.DOTALL)
 
 
 def _split_name(name: str, default_schema: str) -> tuple[str, str]:

@@ -142,3 +142,11 @@ def test_table_map_metadata(corpus_dir: Path) -> None:
            if isinstance(e, TableMapEvent)}
     assert [c.vector_dimensions for c in tms["foo"].columns if c.vector_dimensions] == [3]
     assert [c.vector_dimensions for c in tms["bar"].columns if c.vector_dimensions] == [2, 4]
+
+
+def test_statement_logged_dml_is_never_silent(corpus_dir: Path) -> None:
+    recs = changes(corpus_dir / GEN / "mariadb-10.11.19-statement-mixed.000001")
+    stmts = [c for c in recs if c.op == "statement"]
+    assert [c.statement.split()[0].upper() for c in stmts][:5] == ["INSERT", "INSERT", "INSERT", "INSERT", "LOAD"]
+    assert {(c.schema, c.table) for c in stmts} == {("corpus", "t_auto")}
+    assert any(c.op == "insert" for c in recs)  # the row-logged part of the mixed binlog
