@@ -41,7 +41,7 @@ install_mariadb() {
   fi
   local ok=0 try
   for try in 1 2 3; do
-    if as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends mariadb-server mariadb-client; then
+    if as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends mariadb-server mariadb-client time; then
       ok=1
       break
     fi

@@ -159,9 +159,11 @@ def _record_text(rec: Any) -> str:
 
 def _register_commands() -> None:
     """Commands that live with their subsystem."""
+    from .bench.cli import bench
     from .replica.cli import stream
 
     main.add_command(stream)
+    main.add_command(bench)
 
 
 _register_commands()

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Benchmark hook for the Arrow path: binlog FILES -> binlake CDC record batches.
+
+Opt-in contestant (`binlake bench --tools binlake-arrow`) until binlake.spark.arrow settles.
+Counts row changes only (no truncate/ddl control records) so the harness can check them
+against the workload.  Prints one JSON line like `binlake decode --stats`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--tables", default=None)
+    ap.add_argument("--batch-size", type=int, default=10_000)
+    args = ap.parse_args(argv)
+
+    from binlake.changes import table_filter
+    from binlake.files import read_files
+    from binlake.spark.arrow import iter_cdc_batches
+
+    t0 = time.perf_counter()
+    rows = batches = 0
+    for batch in iter_cdc_batches(read_files(args.files), batch_size=args.batch_size,
+                                  tables=table_filter(args.tables), control=False):
+        rows += batch.num_rows
+        batches += 1
+    sys.stdout.write(json.dumps({"rows": rows, "batches": batches,
+                                 "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

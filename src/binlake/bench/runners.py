@@ -1,0 +1,411 @@
+"""One runner per contestant, each run in its own child process.
+
+Why a child process per run: wall time, CPU seconds and peak RSS must belong to the tool
+alone, not to the harness (which holds the workload generator and a MySQL client).  The
+harness reaps each child with ``os.wait4``, which hands back that child's own rusage
+(including anything it waited for), like ``/usr/bin/time -v``.  Each runner also says how
+many rows its tool reported, so the harness can refuse a run whose count differs from the
+workload's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..devserver import find_binary
+from .workload import SCHEMA, TABLES
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BENCH_SCRIPTS = REPO_ROOT / "benchmarks"
+
+
+class BenchError(RuntimeError):
+    """A run failed or reported the wrong number of rows: the measurement is void."""
+
+
+@dataclass
+class BenchContext:
+    """Everything a runner needs: where the server is and which binlog bytes make the workload."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    first_file: str
+    files: list[Path]
+    """The workload's binlog files, in order, readable on this machine."""
+    binlog_bytes: int
+    workdir: Path
+    server_pid: int | None = None
+    timeout: float = 3600.0
+
+    @property
+    def url(self) -> str:
+        return (f"mysql://{quote(self.user, safe='')}:{quote(self.password, safe='')}"
+                f"@{self.host}:{self.port}")
+
+
+@dataclass
+class ProcStats:
+    """One child process: exit status, wall clock, CPU and peak RSS (from its rusage)."""
+
+    returncode: int
+    wall_s: float
+    user_s: float
+    sys_s: float
+    max_rss_kb: int
+    stdout: str
+    stderr_tail: str
+    server_cpu_s: float | None = None
+    rss_method: str = ""
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.sys_s
+
+
+@dataclass
+class Measurement:
+    """One timed run of one runner."""
+
+    tool: str
+    table: str | None
+    repeat: int
+    wall_s: float
+    cpu_s: float
+    user_s: float
+    sys_s: float
+    max_rss_kb: int
+    rows: int | None
+    """Rows the tool itself reported (None: the tool cannot report, checked in another pass)."""
+    self_seconds: float | None
+    server_cpu_s: float | None
+    rss_method: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _server_cpu(pid: int | None) -> float | None:
+    """utime + stime of a local server process, in seconds (None when not ours to read)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+GNU_TIME = "/usr/bin/time"
+
+
+def _vm_hwm_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = None,
+                capture: bool = True, server_pid: int | None = None) -> ProcStats:
+    """Run ``cmd`` to completion and return its own resource usage.
+
+    Peak RSS needs care: a child's ru_maxrss starts at its parent's RSS at fork (Linux keeps
+    the pre-exec high-water mark), so the harness's own ~50 MB would show up in every tool.
+    GNU time, a small C program, forks the tool from its own tiny image and reports the tool's
+    true peak; without it the harness polls the tool's VmHWM (its own mm, exact except for
+    growth in the last 20 ms).  CPU comes from wait4.  stdout goes to a temp file when
+    captured (never a pipe the harness must drain while timing) or to /dev/null.  The
+    watchdog kills the whole process group, and only while the leader is still unreaped.
+    """
+    use_time = os.access(GNU_TIME, os.X_OK)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(prefix="rss-", suffix=".txt") as rss_file:
+        argv = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *cmd] if use_time else cmd
+        cpu0 = _server_cpu(server_pid)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out if capture else subprocess.DEVNULL, stderr=err,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        lock = threading.Lock()
+        exited = threading.Event()
+        timed_out = [False]
+        hwm = [0]
+
+        def watchdog() -> None:
+            deadline = time.monotonic() + timeout
+            while not exited.wait(0.02):
+                if not use_time:
+                    hwm[0] = max(hwm[0], _vm_hwm_kb(proc.pid) or 0)
+                if time.monotonic() >= deadline:
+                    with lock:
+                        if not exited.is_set():
+                            timed_out[0] = True
+                            os.killpg(proc.pid, signal.SIGKILL)
+                    return
+
+        thread = threading.Thread(target=watchdog, daemon=True)
+        thread.start()
+        # Wait without reaping, so the watchdog cannot signal a recycled pid; then reap.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        with lock:
+            exited.set()
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        thread.join()
+        cpu1 = _server_cpu(server_pid)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace") if capture else ""
+        stderr = err.read().decode(errors="replace")
+        max_rss = hwm[0]
+        if use_time:
+            try:
+                max_rss = int(Path(rss_file.name).read_text().split()[-1])
+            except (OSError, ValueError, IndexError):
+                max_rss = 0
+    if timed_out[0]:
+        raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
+    return ProcStats(proc.returncode, wall, ru.ru_utime, ru.ru_stime, max_rss, stdout,
+                     "\n".join(stderr.splitlines()[-20:]),
+                     None if cpu0 is None or cpu1 is None else cpu1 - cpu0,
+                     "gnu-time" if use_time else "vmhwm-poll")
+
+
+def _last_json_line(text: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise BenchError(f"no JSON stats line in the tool's output: {text[-500:]!r}")
+
+
+class Runner(ABC):
+    """A contestant: builds its command line and reads the row count out of its output."""
+
+    name: str = ""
+    capture: bool = True
+    needs_server: bool = False
+
+    def __init__(self, table: str | None = None) -> None:
+        self.table = table
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}[{self.table}]" if self.table else self.name
+
+    @property
+    def qualified_table(self) -> str | None:
+        return f"{SCHEMA}.{self.table}" if self.table else None
+
+    @abstractmethod
+    def command(self, ctx: BenchContext) -> list[str]:
+        """The argv to time (no shell)."""
+
+    def env(self, ctx: BenchContext) -> dict[str, str] | None:
+        return None
+
+    def prepare(self, ctx: BenchContext) -> None:
+        """Untimed set-up before each run (e.g. an empty output directory)."""
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        """(rows reported, the tool's own seconds, extra facts) from a finished run."""
+        line = _last_json_line(stats.stdout)
+        return int(line["rows"]), line.get("seconds"), {k: v for k, v in line.items()
+                                                         if k not in ("rows", "seconds")}
+
+    def run(self, ctx: BenchContext, repeat: int) -> Measurement:
+        self.prepare(ctx)
+        cmd = self.command(ctx)
+        stats = run_process(cmd, timeout=ctx.timeout, env=self.env(ctx), capture=self.capture,
+                            server_pid=ctx.server_pid if self.needs_server else None)
+        if stats.returncode != 0:
+            raise BenchError(f"{self.label} exited with {stats.returncode}:\n{stats.stderr_tail}")
+        rows, self_s, extra = self.parse(ctx, stats)
+        return Measurement(self.label, self.table, repeat, stats.wall_s, stats.cpu_s,
+                           stats.user_s, stats.sys_s, stats.max_rss_kb, rows, self_s,
+                           stats.server_cpu_s, stats.rss_method, extra)
+
+
+def _python() -> list[str]:
+    return [sys.executable, "-X", "utf8"]
+
+
+class BinlakeDecode(Runner):
+    """binlake decode FILES --output null --stats (checksums verified, the default)."""
+
+    name = "binlake-decode"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = [*_python(), "-m", "binlake.cli", "decode", "--output", "null", "--stats"]
+        if self.table:
+            cmd += ["--tables", self.qualified_table or ""]
+        return cmd + [str(p) for p in ctx.files]
+
+
+class BinlakeStream(Runner):
+    """binlake stream URL --start FIRST:4 --until-end --output null --stats."""
+
+    name = "binlake-stream"
+    needs_server = True
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = [*_python(), "-m", "binlake.cli", "stream",
+               f"mysql://{quote(ctx.user, safe='')}@{ctx.host}:{ctx.port}",
+               "--start", f"{ctx.first_file}:4", "--until-end", "--output", "null", "--stats"]
+        if self.table:
+            cmd += ["--tables", self.qualified_table or ""]
+        return cmd
+
+    def env(self, ctx: BenchContext) -> dict[str, str]:
+        return {**os.environ, "BINLAKE_PASSWORD": ctx.password}  # kept out of argv and JSON
+
+
+class PmrStream(Runner):
+    """python-mysql-replication, every value of every row touched (benchmarks/pmr_stream.py)."""
+
+    name = "pmr-stream"
+    needs_server = True
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        script = BENCH_SCRIPTS / "pmr_stream.py"
+        if not script.is_file():
+            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
+        cmd = [*_python(), str(script), ctx.url, ctx.first_file]
+        if self.table:
+            cmd += ["--tables", self.qualified_table or ""]
+        return cmd
+
+
+class MariadbBinlogVV(Runner):
+    """mariadb-binlog --base64-output=decode-rows -vv --verify-binlog-checksum FILES > /dev/null.
+
+    Its output goes to /dev/null while timed, so it cannot report rows then; the harness checks
+    its row count in a separate untimed pass (:func:`count_mariadb_binlog_rows`).
+    """
+
+    name = "mariadb-binlog-vv"
+    capture = False
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        return [_mariadb_binlog(), "--base64-output=decode-rows", "-vv",
+                "--verify-binlog-checksum", *[str(p) for p in ctx.files]]
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        return None, None, {}
+
+
+class RawTransfer(Runner):
+    """mariadb-binlog --read-from-remote-server --raw ... FIRST --to-last-log: transfer only."""
+
+    name = "raw-transfer"
+    capture = False
+    needs_server = True
+
+    def _dir(self, ctx: BenchContext) -> Path:
+        return ctx.workdir / "raw-transfer"
+
+    def prepare(self, ctx: BenchContext) -> None:
+        shutil.rmtree(self._dir(ctx), ignore_errors=True)
+        self._dir(ctx).mkdir(parents=True)
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        return [_mariadb_binlog(), "--read-from-remote-server", "--raw", "--host", ctx.host,
+                "--port", str(ctx.port), "--user", ctx.user,
+                f"--result-file={self._dir(ctx)}/", ctx.first_file, "--to-last-log"]
+
+    def env(self, ctx: BenchContext) -> dict[str, str]:
+        return {**os.environ, "MYSQL_PWD": ctx.password}  # kept out of argv and JSON
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        got = 0
+        for src in ctx.files:
+            copy = self._dir(ctx) / src.name
+            size = copy.stat().st_size if copy.exists() else -1
+            if size != src.stat().st_size:
+                raise BenchError(f"raw transfer of {src.name}: {size} bytes, the file has "
+                                 f"{src.stat().st_size}")
+            got += size
+        shutil.rmtree(self._dir(ctx), ignore_errors=True)
+        return None, None, {"bytes_checked": got}
+
+
+class BinlakeArrow(Runner):
+    """Hook for the Arrow path (binlake.spark.arrow): decode FILES into CDC record batches.
+
+    Opt-in (``--tools binlake-arrow``) until the Spark side settles its API; the script lives
+    in benchmarks/arrow_decode.py.
+    """
+
+    name = "binlake-arrow"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        script = BENCH_SCRIPTS / "arrow_decode.py"
+        if not script.is_file():
+            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
+        cmd = [*_python(), str(script)]
+        if self.table:
+            cmd += ["--tables", self.qualified_table or ""]
+        return cmd + [str(p) for p in ctx.files]
+
+
+def _mariadb_binlog() -> str:
+    found = find_binary("mariadb-binlog", "mysqlbinlog")
+    if found is None:
+        raise BenchError("mariadb-binlog not found (apt-get install mariadb-client)")
+    return found
+
+
+ALL_RUNNERS: dict[str, type[Runner]] = {
+    r.name: r for r in (BinlakeDecode, BinlakeStream, PmrStream, MariadbBinlogVV, RawTransfer,
+                        BinlakeArrow)
+}
+DEFAULT_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream", "mariadb-binlog-vv",
+                 "raw-transfer")
+PER_TABLE_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream")
+
+
+def count_mariadb_binlog_rows(ctx: BenchContext) -> dict[str, dict[str, int]]:
+    """Rows per table and op in ``mariadb-binlog -vv`` output (the untimed check of its count)."""
+    cmd = [_mariadb_binlog(), "--base64-output=decode-rows", "-vv", "--verify-binlog-checksum",
+           *[str(p) for p in ctx.files]]
+    heads = {b"### INSERT INTO ": "insert", b"### UPDATE ": "update", b"### DELETE FROM ": "delete"}
+    counts: Counter[tuple[str, str]] = Counter()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not line.startswith(b"### ") or line[4:5] not in (b"I", b"U", b"D"):
+                continue
+            for head, op in heads.items():
+                if line.startswith(head):
+                    name = line[len(head):].strip().decode(errors="replace").replace("`", "")
+                    counts[(name, op)] += 1
+                    break
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise BenchError(f"mariadb-binlog -vv exited with {proc.returncode}: {err[-2000:]}")
+    out: dict[str, dict[str, int]] = {}
+    for (name, op), n in counts.items():
+        out.setdefault(name, {})[op] = n
+    return out
+
+
+def per_table_totals(by_table: dict[str, dict[str, int]]) -> dict[str, int]:
+    """{'narrow': n, ...} for the workload's tables from {'db.narrow': {op: n}}."""
+    return {t: sum(by_table.get(f"{SCHEMA}.{t}", {}).values()) for t in TABLES}
