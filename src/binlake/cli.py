@@ -88,7 +88,8 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
 
     t0 = time.perf_counter()
     keys = _load_keys(key_file)
-    tracker = ChangeTracker(table_filter(tables))
+    tfilter = table_filter(tables)
+    tracker = ChangeTracker(tfilter)
     gfilter = GtidFilter.parse(gtids) if gtids else None
     out = sys.stdout
     n_rows = n_events = n_bytes = 0
@@ -97,7 +98,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
             n_bytes += Path(path).stat().st_size
             first, last = fi == 0, fi == len(files) - 1
             for ev in read_events(path, keys=keys, allow_unknown=allow_unknown_events,
-                                  verify_checksums=not no_verify_checksums):
+                                  verify_checksums=not no_verify_checksums, table_filter=tfilter):
                 n_events += 1
                 if last and stop_position is not None and ev.offset >= stop_position:
                     break

@@ -17,7 +17,7 @@ from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
 )
 from .codecs import control, query, rows
-from .events import Event, FormatDescriptionEvent, TransactionPayloadEvent, UnknownEvent
+from .events import Event, FormatDescriptionEvent, RowsEvent, TransactionPayloadEvent, UnknownEvent
 from .header import EventHeader, parse_header
 from .table_map import TableMapEvent, decode_table_map
 
@@ -69,12 +69,14 @@ class BinlogDecoder:
         allow_unknown: bool = False,
         checksum: int | None = None,
         table_resolver: TableResolver | None = None,
+        table_filter: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.file = file
         self.verify_checksums = verify_checksums
         self.keys = keys
         self.allow_unknown = allow_unknown
         self.table_resolver = table_resolver
+        self.table_filter = table_filter
         self.fde: FormatDescriptionEvent | None = None
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
@@ -323,6 +325,12 @@ class BinlogDecoder:
             raise DecodeError(f"rows event for table id {table_id} without a preceding TABLE_MAP",
                               event_type=E.name_of(code),
                               hint="start reading at a transaction boundary (a GTID or BEGIN event)")
+        if self.table_filter is not None and not self.table_filter(table.schema, table.table):
+            # The user asked for other tables only: keep the event, skip decoding its rows.
+            from .codecs.rows import KIND
+
+            return RowsEvent(**base, kind=KIND[code], table_id=table_id, flags=0, table=table,
+                             rows=[], filtered=True)
         return rows.decode_rows(code, body, base, phl, table)
 
     def _decode_payload(self, body: bytes, base: dict) -> list[Event]:

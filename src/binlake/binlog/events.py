@@ -340,6 +340,8 @@ class RowsEvent(Event):
     rows: list[Any]
     extra_data: bytes = b""
     version: int = 2
+    filtered: bool = False
+    """True when the user's table filter excluded this table: rows were not decoded."""
 
     def summary(self) -> dict[str, Any]:
         return {"table": f"{self.table.schema}.{self.table.table}", "kind": self.kind,
