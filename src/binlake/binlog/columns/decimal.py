@@ -35,32 +35,47 @@ def decimal_bin_size(precision: int, scale: int) -> int:
     return decimal_layout(precision, scale)[0]
 
 
+@lru_cache(maxsize=None)
+def _decoder(precision: int, scale: int):
+    """Generate a straight-line decoder for one DECIMAL(p,s) layout: one big-endian integer,
+    digit groups cut out with shifts, no per-group loop or byte copies."""
+    size, groups = decimal_layout(precision, scale)
+    top = 1 << (size * 8 - 1)
+    lines = ["def dec(buf, pos):",
+             f"    end = pos + {size}",
+             "    if end > len(buf):",
+             f"        raise DecodeError('DECIMAL({precision},{scale}) needs {size} bytes, '"
+             " + str(len(buf) - pos) + ' left')",
+             "    raw = int.from_bytes(buf[pos:end], 'big')",
+             f"    if raw & {top}:",
+             f"        raw ^= {top}; sign = ''",
+             "    else:",
+             f"        raw ^= {(1 << (size * 8)) - 1 ^ top}; sign = '-'"]
+    shift = size * 8
+    names, checks = [], []
+    for i, (nbytes, ndigits) in enumerate(groups):
+        shift -= nbytes * 8
+        lines.append(f"    g{i} = (raw >> {shift}) & {(1 << (nbytes * 8)) - 1}")
+        names.append((f"g{i}", ndigits))
+        checks.append(f"g{i} >= {10 ** ndigits}")
+    if checks:
+        lines.append(f"    if {' or '.join(checks)}:")
+        lines.append(f"        raise DecodeError('DECIMAL({precision},{scale}) has a digit group "
+                     "beyond its digits')")
+    expr = names[0][0] if names else "0"
+    for name, ndigits in names[1:]:
+        expr = f"({expr}) * {10 ** ndigits} + {name}"
+    lines.append(f"    m = {expr}")
+    lines.append(f"    return Decimal((sign if m else '') + str(m) + 'E-{scale}'), end")
+    ns = {"Decimal": Decimal, "DecodeError": DecodeError}
+    exec(compile("\n".join(lines), f"<decimal {precision},{scale}>", "exec"), ns)
+    return ns["dec"]
+
+
 def decode_decimal(buf: bytes | bytearray | memoryview, pos: int, precision: int, scale: int
                    ) -> tuple[Decimal, int]:
-    size, groups = decimal_layout(precision, scale)
-    end = pos + size
-    if end > len(buf):
-        raise DecodeError(f"DECIMAL({precision},{scale}) needs {size} bytes, {len(buf) - pos} left")
-    raw = int.from_bytes(buf[pos:end], "big")
-    top = 1 << (size * 8 - 1)
-    negative = not (raw & top)
-    raw ^= top
-    if negative:
-        raw ^= (1 << (size * 8)) - 1
-    data = raw.to_bytes(size, "big")
-    mantissa = 0
-    off = 0
-    for nbytes, ndigits in groups:
-        group = int.from_bytes(data[off:off + nbytes], "big")
-        limit = 10 ** ndigits
-        if group >= limit:
-            raise DecodeError(f"DECIMAL({precision},{scale}) has a {ndigits}-digit group "
-                              f"with value {group}")
-        mantissa = mantissa * limit + group
-        off += nbytes
-    sign = "-" if negative and mantissa else ""
-    # Built from text: exact, no context precision or rounding, scale kept.
-    return Decimal(f"{sign}{mantissa}E-{scale}"), end
+    """Exact Decimal with the column's scale, and the position after the value."""
+    return _decoder(precision, scale)(buf, pos)
 
 
 def decode_decimal_bin(buf: bytes | bytearray | memoryview, precision: int, scale: int) -> Decimal:

@@ -15,6 +15,7 @@ from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
 from . import temporal
 from .charsets import codec_for
+from .decimal import _decoder as decimal_decoder
 from .decimal import decode_decimal
 
 RowDecoder = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
@@ -121,7 +122,8 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
         g.emit(f"{var} = buf[p]; p += 1", ind)
         g.emit(f"{var} = 1900 + {var} if {var} else 0", ind)
     elif t == T.NEWDECIMAL:
-        g.emit(f"{var}, p = _dec(buf, p, {c.precision}, {c.scale})", ind)
+        fn = g.bind(decimal_decoder(c.precision, c.scale), "d")
+        g.emit(f"{var}, p = {fn}(buf, p)", ind)
     elif t in (T.DATE, T.NEWDATE):
         g.emit(f"{var} = _date(_from(buf[p:p + 3], 'little')); p += 3", ind)
     elif t == T.TIME:
