@@ -162,8 +162,10 @@ def _register_commands() -> None:
     """Commands that live with their subsystem."""
     from .bench.cli import bench
     from .replica.cli import stream
+    from .serve.cli import serve
 
     main.add_command(stream)
+    main.add_command(serve)
     main.add_command(bench)
 
 
