@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from ..errors import BinlakeError
+from ..errors import BinlakeError, ConfigError
+from .position import Position
 
 
 @click.command()
@@ -16,7 +17,8 @@ from ..errors import BinlakeError
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
               help="Checkpoint file: resume from it on restart, update it as changes are written.")
 @click.option("--start", "start_pos", default=None, metavar="FILE:POS",
-              help="Start at this binlog file and offset (default: the checkpoint, else the end).")
+              help="Start at this binlog file and offset, at a transaction boundary (default: the "
+                   "end). An existing checkpoint takes precedence, so a restart can repeat it.")
 @click.option("--gtid", "gtid", default=None, metavar="SET",
               help="Start after these GTIDs: MySQL executed set 'uuid:1-42', or MariaDB state '0-1-42'.")
 @click.option("--until-end", is_flag=True, help="Stop at the primary's end as of connecting.")
@@ -25,7 +27,7 @@ from ..errors import BinlakeError
               help="Acknowledge transactions as a semi-synchronous replica (after the checkpoint).")
 @click.option("--server-id", type=int, default=6449519, show_default=True,
               help="Replica server id; unique among the primary's replicas.")
-@click.option("--heartbeat", type=float, default=5.0, show_default=True,
+@click.option("--heartbeat", type=click.FloatRange(0.01, 4294967.0), default=5.0, show_default=True,
               help="Heartbeat period in seconds; a silent connection is dead after 3 periods.")
 @click.option("--output", "-o", type=click.Choice(["jsonl", "text", "null"]), default="jsonl",
               show_default=True)
@@ -54,31 +56,39 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
 
     from ..changes import table_filter
     from .checkpoint import CheckpointStore
-    from .position import Position
     from .sink import OutputSink
     from .stream import BinlogStream, StreamOptions
     from .url import ServerURL
 
     t0 = time.perf_counter()
+    store = CheckpointStore(checkpoint) if checkpoint else None
+    saved_now = [False]  # a checkpoint was written by this run
     try:
         server = ServerURL.parse(url, password_env=password_env)
-        if password_prompt:
-            server = server.with_password(click.prompt("Password", hide_input=True))
-        store = CheckpointStore(checkpoint) if checkpoint else None
+        if start_pos and gtid:
+            raise ConfigError("--start and --gtid exclude each other", hint="give one start position")
         saved = store.load() if store else None
         start: Position | None = None
         resume_bytes = None
         if saved is not None:
             start, extra = saved
             resume_bytes = extra.get("out_bytes")
+            if start_pos or gtid:
+                click.echo(f"binlake: resuming from checkpoint {checkpoint} at {start}; "
+                           "--start/--gtid only apply when there is no checkpoint yet", err=True)
         elif start_pos:
             start = Position.parse_start(start_pos)
         elif gtid:
-            start = Position(gtid_set=gtid) if ":" in gtid else Position(gtid_state=gtid)
+            start = _parse_gtid(gtid)
+        if password_prompt:
+            server = server.with_password(click.prompt("Password", hide_input=True))
         sink = OutputSink(out_path, resume_bytes)
         last_save = [0.0]
+        last_saved: list[Position | None] = [saved[0] if saved is not None else None]
 
         def save(position: Position, force: bool = False) -> None:
+            """Make the output durable, then record where it ends and where the stream is.
+            At most every 0.2 s unless forced (semi-sync: at every commit, before the ACK)."""
             if store is None:
                 sink.fh.flush()
                 return
@@ -86,18 +96,32 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
             if force or semi_sync or now - last_save[0] >= 0.2:
                 size = sink.durable_size()
                 store.save(position, {"out_bytes": size} if size is not None else {})
+                saved_now[0] = True
                 last_save[0] = now
+                last_saved[0] = position
+
+        def idle(position: Position) -> None:
+            # A quiet primary: store what the throttle left unsaved.
+            if position != last_saved[0] and (saved_now[0] or saved is not None):
+                save(position, force=True)
+
+        def started(position: Position) -> None:
+            # The primary accepted the position: record it (and where the output ends) before
+            # the first row, so that a crash before the first commit truncates back to here.
+            if store is not None and saved is None:
+                save(position, force=True)
 
         opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
                              semi_sync=semi_sync, heartbeat=heartbeat, tables=table_filter(tables),
-                             on_commit=save)
+                             on_commit=save, on_stream_start=started, on_idle=idle)
         bs = BinlogStream(server, opts)
 
         def stop(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
+            bs.request_stop()
 
-        signal.signal(signal.SIGTERM, stop)
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         n = 0
+        finished = False
         try:
             for rec in bs.changes():
                 n += 1
@@ -105,14 +129,21 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                     sink.write(json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
                 elif output == "text":
                     sink.write(_record_text(rec) + "\n")
-        except KeyboardInterrupt:
-            pass
+                if bs.stop_requested:
+                    break
+            finished = True
         finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             bs.close()
-            if bs._boundary is not None:
+            # Record where the output ends. A run that failed before the primary accepted the
+            # start position leaves the checkpoint as it was (absent or unchanged).
+            if bs.positioned and (finished or saved_now[0]):
                 save(bs.position, force=True)
             sink.close()
     except BinlakeError as exc:
+        if store is not None and not saved_now[0]:
+            raise _fail(BinlakeError(f"{exc} [checkpoint {checkpoint} left unchanged]")) from None
         raise _fail(exc) from None
     if stats:
         _write_jsonl(sys.stdout if output == "null" or out_path else sys.stderr,
@@ -120,6 +151,13 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                       "seconds": round(time.perf_counter() - t0, 3)})
 
 
+def _parse_gtid(text: str) -> Position:
+    """--gtid: a MySQL executed set (has ':') or a MariaDB position (domain-server-seq,...)."""
+    from ..gtid import MariaGtidState, MySQLGtidSet
+
+    if ":" in text:
+        return Position(gtid_set=str(MySQLGtidSet(text)))
+    return Position(gtid_state=str(MariaGtidState(text)))
 
 
 def _record_text(rec: Any) -> str:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from ..errors import ConfigError
+
 
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
@@ -21,8 +23,14 @@ class OutputSink:
             self.fh: IO[str] = sys.stdout
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        mode = "r+" if self.path.exists() else "w"
-        raw = open(self.path, mode + "b")
+        size = self.path.stat().st_size if self.path.exists() else None
+        if resume_bytes is not None and (size or 0) < resume_bytes:
+            # Truncating would pad with zero bytes: the records the checkpoint counts are gone.
+            raise ConfigError(
+                f"the output file {self.path} has {size or 0} bytes, but the checkpoint says "
+                f"{resume_bytes} were written" + ("" if size is not None else " (the file is missing)"),
+                hint="restore the output file, or remove the checkpoint and the file to start over")
+        raw = open(self.path, ("r+" if size is not None else "w") + "b")
         if resume_bytes is not None:
             raw.truncate(resume_bytes)  # drop what was written after the last checkpoint
         raw.seek(0, io.SEEK_END)

@@ -1,37 +1,53 @@
 """The live replica: connect, register, dump, decode, track the exact position, reconnect.
 
-This is the I/O edge around the sans-IO pieces (protocol, dialogue, decoder). Row changes come
-out of `BinlogStream.changes()`; after each one, `stream.position` says where a restart must
-resume so that nothing is delivered twice or lost.
+This is the I/O edge around the sans-IO pieces (protocol, dialogue, decoder, transaction
+boundaries). Row changes come out of `BinlogStream.changes()`; after each one,
+`stream.position` says where a restart must resume so that nothing is delivered twice or lost.
 """
 from __future__ import annotations
 
 import logging
-import time
+import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
+from ..binlog.constants import ChecksumAlg
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
-    Event, GtidEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent, XaPrepareEvent, XidEvent,
+    Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
 )
 from ..changes import ChangeRecord, ChangeTracker
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..gtid import MariaGtidState, MySQLGtidSet
 from . import dialogue as dlg
-from .connection import ConnectionFailed, ConnectionLost, MySQLConnection, ReadTimeout
-from .position import Position
+from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
+from .position import BoundaryError, Position, TransactionBoundaries
 from .url import ServerURL
 
 log = logging.getLogger("binlake.replica")
 
 # Errors after which a reconnect may succeed (server going away, connection killed).
 _TRANSIENT_SERVER_ERRORS = {1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2006, 2013}
+_POSITION_HINT = ("start from a position it still has (--start FILE:POS or --gtid), or re-snapshot "
+                  "the tables and stream from the current end; nothing was read")
+_ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
 
 
 class ResumeMismatch(BinlakeError):
     """The transaction found at the checkpoint is not the one the checkpoint was taken in."""
+
+
+class PositionUnavailable(BinlakeError):
+    """The primary cannot serve the requested position (purged, never written, diverged)."""
+
+    def __init__(self, message: str, *, code: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.code = code
+
+
+class _Interrupted(BaseException):
+    """Raised out of a blocking read by `request_stop()` (a signal handler); never escapes."""
 
 
 @dataclass
@@ -43,17 +59,25 @@ class StreamOptions:
     """Stop at the primary's end as it was when the stream connected."""
     semi_sync: bool = False
     heartbeat: float = 5.0
+    """Seconds between the primary's heartbeats when idle; 3 silent periods = a dead link."""
     reconnect: bool = True
     max_reconnect_wait: float = 30.0
     max_reconnects: int | None = None
+    """Consecutive failed attempts before giving up (None: never give up)."""
     tables: Callable[[str, str], bool] | None = None
     verify_checksums: bool = True
     table_resolver: TableResolver | None = None
     replica_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     hostname: str = "binlake"
     on_commit: Callable[[Position], None] | None = None
-    """Called at every transaction boundary, before a semi-sync ACK (make the checkpoint
-    durable here to ACK only what is safely stored)."""
+    """Called at every transaction boundary, after its rows were handed out and before a
+    semi-sync ACK (make the checkpoint durable here to ACK only what is safely stored)."""
+    on_stream_start: Callable[[Position], None] | None = None
+    """Called once, when the primary sent the first event from the start position (so it
+    accepted it) and before any row is handed out."""
+    on_idle: Callable[[Position], None] | None = None
+    """Called at each heartbeat outside a transaction (the primary is quiet): a chance to
+    store a position that on_commit left unsaved."""
     stop_at: tuple[str, int] | None = None
     """Stop at this (file, pos) boundary; an error if the stream cannot reach it."""
 
@@ -70,13 +94,23 @@ class BinlogStream:
         self.end_position: tuple[str, int] | None = None
         self._start = self.options.start
         self._boundary: Position | None = None
+        """file:pos of the last transaction boundary (None until the first connection)."""
         self._gtid_set: MySQLGtidSet | None = None
         self._gtid_state: MariaGtidState | None = None
-        self._tx_gtid: str | None = None
+        self._tx = TransactionBoundaries()
         self._rows_in_tx = 0
+        """Row images of the open transaction passed on during this connection."""
         self._skip = 0
-        self._explicit_tx = False
-        self._in_tx = False
+        """Row images of the open (or next) transaction delivered before a reconnect/restart."""
+        self._resume_gtid: str | None = None
+        self._ack_pending = False
+        self._stop_requested = False
+        self._interruptible = False
+        self._reader: int | None = None
+        self._wake = threading.Event()
+        self._started = False
+        self._got_event = False
+        self._failures = 0
         self.events_seen = 0
         self.rows_seen = 0
         self.reconnects = 0
@@ -91,16 +125,51 @@ class BinlogStream:
             return self._start or Position()
         gset = str(self._gtid_set) if self._gtid_set is not None else None
         gstate = str(self._gtid_state) if self._gtid_state is not None else None
-        return Position(b.file, b.pos, gset, gstate, self._rows_in_tx if self._in_tx else 0,
-                        self._tx_gtid if self._in_tx else None)
+        rows = self._rows_in_tx + self._skip
+        tx_gtid = None
+        if rows:
+            tx_gtid = self._tx.gtid if self._tx.in_tx else self._resume_gtid
+        return Position(b.file, b.pos, gset, gstate, rows, tx_gtid)
+
+    @property
+    def positioned(self) -> bool:
+        """The start position is known (a connection got far enough to settle it)."""
+        return self._boundary is not None
+
+    @property
+    def started(self) -> bool:
+        """The primary accepted the start position (its first event arrived)."""
+        return self._started
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def request_stop(self) -> None:
+        """Stop at the next safe point; safe to call from a signal handler or another thread.
+
+        On the thread that reads (a signal handler), a blocking read or a reconnect wait is
+        cut short at once: nothing is half-updated there. Otherwise the stream stops before
+        it reads the next packet (from another thread: within one heartbeat period), and a
+        consumer should check `stop_requested` after each record.
+        """
+        self._stop_requested = True
+        if threading.get_ident() != self._reader:
+            self._wake.set()  # cut a reconnect wait short
+        elif self._interruptible:
+            raise _Interrupted()
 
     # -- connection ---------------------------------------------------------------------------
     def _connect(self) -> MySQLConnection:
+        kw = self.url.connect_kwargs()
+        kw.setdefault("read_timeout", max(10.0, self.options.heartbeat * 3))
         return MySQLConnection.connect(self.url.host, self.url.port, self.url.user, self.url.password,
-                                       **self.url.connect_kwargs())
+                                       **kw)
 
     def current_end(self, conn: MySQLConnection) -> tuple[str, int, str | None]:
-        """(file, pos, gtid) of the primary's binlog end."""
+        """(file, pos, gtid) of the primary's binlog end; the GTID position is that of the
+        same file:pos (MariaDB computes it from the binlog, so a concurrent commit cannot
+        slip in between)."""
         major = dlg.version_tuple(conn.server_version)
         stmt = ("SHOW BINARY LOG STATUS" if conn.flavor == "mysql" and major >= (8, 4, 0)
                 else "SHOW MASTER STATUS")
@@ -109,12 +178,16 @@ class BinlogStream:
             raise ConfigError(f"{self.url} has binary logging disabled",
                               hint="start the server with log_bin and binlog_format=ROW")
         row = rs.rows[0]
+        file, pos = row[0], int(row[1])
         gtid = None
         if conn.flavor == "mariadb":
-            gtid = conn.query("SELECT @@global.gtid_binlog_pos").rows[0][0] or ""
+            name = file.replace("\\", "\\\\").replace("'", "\\'")
+            gtid = conn.query(f"SELECT BINLOG_GTID_POS('{name}', {pos})").rows[0][0]
+            if gtid is None:
+                raise BinlakeError(f"{self.url} cannot tell the GTID position of its own end {file}:{pos}")
         elif len(row) >= 5:
             gtid = (row[4] or "").replace("\n", "")
-        return row[0], int(row[1]), gtid
+        return file, pos, gtid
 
     def _open(self) -> tuple[MySQLConnection, BinlogDecoder]:
         conn = self._connect()
@@ -128,6 +201,8 @@ class BinlogStream:
                 f, p, _ = self.current_end(conn)
                 self.end_position = (f, p)
             pos = self.position
+            if pos.mode == "file":
+                self._check_file_position(conn, pos)
             gtid_state = pos.gtid_state if (self.flavor == "mariadb" and pos.gtid_state is not None) else None
             for stmt in dlg.setup_statements(self.flavor, self.server_version, checksum=checksum,
                                              heartbeat_period=self.options.heartbeat,
@@ -149,16 +224,18 @@ class BinlogStream:
                 conn.send_command(dlg.COM_BINLOG_DUMP,
                                   dlg.binlog_dump_payload(pos.file or "", pos.pos,
                                                           self.options.server_id, non_block))
-            conn.read_timeout = max(self.options.heartbeat * 3, 5.0)
+            # The primary sends a heartbeat after each idle period: 3 missed ones = dead link.
+            conn.read_timeout = self.options.heartbeat * 3
         except BaseException:
             conn.close()
             raise
-        from ..binlog.constants import ChecksumAlg
-
         dec = BinlogDecoder(checksum=ChecksumAlg.CRC32 if checksum.upper() == "CRC32" else ChecksumAlg.OFF,
                             verify_checksums=self.options.verify_checksums,
                             table_resolver=self.options.table_resolver)
         dec.file = pos.file
+        self._tx.reset()
+        self._rows_in_tx = 0
+        self._ack_pending = False
         self.conn = conn
         return conn, dec
 
@@ -170,49 +247,91 @@ class BinlogStream:
                 start = Position(f, p, gtid_state=g)
             else:  # an empty Executed_Gtid_Set means GTIDs are off: position by file
                 start = Position(f, p, gtid_set=g or None)
-        self._boundary = start
-        if start.gtid_set is not None:
-            self._gtid_set = MySQLGtidSet(start.gtid_set)
-        if start.gtid_state is not None:
-            self._gtid_state = MariaGtidState(start.gtid_state)
+        if start.gtid_set is not None and conn.flavor != "mysql":
+            raise ConfigError(f"{self.url} is MariaDB, but the start position is a MySQL GTID set "
+                              f"({start.gtid_set})", hint="give a MariaDB GTID position such as 0-1-42")
+        if start.gtid_state is not None and conn.flavor != "mariadb":
+            raise ConfigError(f"{self.url} is MySQL, but the start position is a MariaDB GTID "
+                              f"position ({start.gtid_state})",
+                              hint="give a MySQL GTID set such as 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-42")
+        if start.file is None and start.gtid_set is None and start.gtid_state is None:
+            raise ConfigError("the start position names neither a binlog file nor GTIDs")
+        self._gtid_set = MySQLGtidSet(start.gtid_set) if start.gtid_set is not None else None
+        self._gtid_state = MariaGtidState(start.gtid_state) if start.gtid_state is not None else None
+        if self._gtid_state is not None and self._gtid_state.domains:
+            self._check_domains(conn, self._gtid_state)
         self._skip = start.rows_done
-        self._tx_gtid = start.tx_gtid
+        self._resume_gtid = start.tx_gtid if start.rows_done else None
+        self._boundary = Position(start.file, start.pos)
+
+    def _check_domains(self, conn: MySQLConnection, state: MariaGtidState) -> None:
+        """MariaDB streams a domain it has never seen from its oldest binlog on: every other
+        domain's history, which is not what 'start after these GTIDs' asked for."""
+        # gtid_binlog_state holds one GTID per (domain, server): not a MariaGtidState.
+        known = (conn.query("SELECT @@global.gtid_binlog_state").rows[0][0] or "").strip()
+        domains = {int(g.split("-", 1)[0]) for g in known.split(",") if g.strip()}
+        missing = [d for d in state.domains if d not in domains]
+        if missing:
+            names = ", ".join(str(d) for d in missing)
+            raise PositionUnavailable(
+                f"the primary {self.url} cannot stream from GTID position {state}: it has no GTIDs "
+                f"of domain {names} (its binlog state is {known or 'empty'})",
+                hint="name only domains the primary has (SELECT @@gtid_binlog_state), or start by "
+                     "--start FILE:POS; nothing was read")
 
     # -- main loop ----------------------------------------------------------------------------
     def changes(self) -> Iterator[ChangeRecord]:
         """Row changes in commit order; reconnects and resumes after network failures."""
         wait = 0.5
-        while True:
-            try:
-                conn, dec = self._open()
-                wait = 0.5
-                yield from self._run(conn, dec)
-                self.close()
-                return
-            except (ConnectionLost, ReadTimeout, ConnectionFailed) as exc:
-                self._drop_connection()
-                if not self._may_retry(exc):
-                    raise
-            except ServerError as exc:
-                self._drop_connection()
-                if exc.code not in _TRANSIENT_SERVER_ERRORS or not self._may_retry(exc):
-                    raise
-            log.warning("replication connection lost, reconnecting",
-                        extra={"position": str(self.position), "wait_s": wait})
-            time.sleep(wait)
-            wait = min(wait * 2, self.options.max_reconnect_wait)
+        self._reader = threading.get_ident()
+        try:
+            while not self._stop_requested:
+                self._got_event = False
+                try:
+                    conn, dec = self._open()
+                    yield from self._run(conn, dec)
+                    self.close()
+                    return
+                except ConnectionFailed as exc:  # also ConnectionLost, ReadTimeout
+                    self._drop_connection()
+                    if not self._may_retry(exc):
+                        raise
+                except ServerError as exc:
+                    self._drop_connection()
+                    if exc.code not in _TRANSIENT_SERVER_ERRORS or not self._may_retry(exc):
+                        raise
+                if self._got_event:  # that connection worked: a fresh failure, a fresh backoff
+                    wait = 0.5
+                log.warning("replication connection lost, reconnecting",
+                            extra={"position": str(self.position), "wait_s": wait})
+                self._interruptible = True
+                try:
+                    if not self._stop_requested:
+                        self._wake.wait(wait)
+                finally:
+                    self._interruptible = False
+                wait = min(wait * 2, self.options.max_reconnect_wait)
+        except _Interrupted:
+            pass
+        self._drop_connection()
 
     def _may_retry(self, exc: BaseException) -> bool:
-        if not self.options.reconnect or self._boundary is None:
+        if not self.options.reconnect or self._boundary is None or self._stop_requested:
             return False
-        if self.options.max_reconnects is not None and self.reconnects >= self.options.max_reconnects:
+        if self._got_event:
+            self._failures = 0
+        if self.options.max_reconnects is not None and self._failures >= self.options.max_reconnects:
             return False
+        self._failures += 1
         self.reconnects += 1
         # Re-deliver nothing: resume at the boundary and skip the rows already handed out.
-        self._skip = self._rows_in_tx if self._in_tx else 0
+        if self._tx.in_tx and self._tx.gtid is not None:
+            self._resume_gtid = self._tx.gtid
+        self._skip += self._rows_in_tx
+        if not self._skip:
+            self._resume_gtid = None
         self._rows_in_tx = 0
-        self._in_tx = False
-        self._explicit_tx = False
+        self._tx.reset()
         return True
 
     def _drop_connection(self) -> None:
@@ -225,6 +344,15 @@ class BinlogStream:
             self.conn.close()
             self.conn = None
 
+    def _read(self, conn: MySQLConnection) -> memoryview:
+        self._interruptible = True
+        try:
+            if self._stop_requested:
+                raise _Interrupted()
+            return conn.read_packet()
+        finally:
+            self._interruptible = False
+
     def _run(self, conn: MySQLConnection, dec: BinlogDecoder) -> Iterator[ChangeRecord]:
         tracker = ChangeTracker(self.options.tables)
         semi = self.options.semi_sync
@@ -233,22 +361,78 @@ class BinlogStream:
         if end is not None and self._reached(end):
             return
         while True:
-            pkt = conn.read_packet()
-            sp = dlg.parse_stream_packet(pkt, semi)
+            pkt = self._read(conn)
+            try:
+                sp = dlg.parse_stream_packet(pkt, semi)
+            except ServerError as exc:
+                if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                    raise self._position_error(exc) from None
+                raise
             if sp.kind == "eof":
                 conn.end_raw()
+                if not self.options.until_end:
+                    # A blocking dump has no end: the primary is going away (shutdown).
+                    raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
+                                         hint="the primary is shutting down or dropped the replica; reconnecting")
                 if stop_at is not None and not self._reached(stop_at):
                     raise BinlakeError(f"the stream ended at {self.position} before {stop_at[0]}:{stop_at[1]}",
                                        hint="the primary has less binlog than the requested range")
                 return
+            self._got_event = True
+            if not self._started:
+                self._started = True
+                if self.options.on_stream_start is not None:
+                    self.options.on_stream_start(self.position)
+            last: Event | None = None
             for ev in dec.decode_event(sp.event):
                 self.events_seen += 1
+                last = ev
                 yield from self._handle(ev, tracker, dec)
-            if sp.need_ack:
-                self._ack(conn, dec)
-            if (end is not None and not self._in_tx and self._reached(end)) or \
-                    (stop_at is not None and not self._in_tx and self._reached(stop_at)):
+            if sp.need_ack or self._ack_pending:
+                if self._tx.in_tx:
+                    self._ack_pending = True  # ACK when the transaction is delivered
+                elif last is not None:
+                    self._ack(conn, dec, last)
+            if (end is not None and not self._tx.in_tx and self._reached(end)) or \
+                    (stop_at is not None and not self._tx.in_tx and self._reached(stop_at)):
                 return
+
+    def _position_error(self, exc: ServerError) -> PositionUnavailable:
+        pos = self.position
+        have = ""
+        try:
+            with self._connect() as side:
+                logs = side.query("SHOW BINARY LOGS").rows
+                if logs:
+                    have = f"; its binlogs now run from {logs[0][0]} to {logs[-1][0]}"
+                if side.flavor == "mariadb":
+                    state = side.query("SELECT @@global.gtid_binlog_state").rows[0][0]
+                    have += f" (GTIDs up to {state or 'none'})"
+        except BinlakeError:
+            pass  # only decoration for the message; the error itself stands
+        return PositionUnavailable(
+            f"the primary {self.url} cannot stream from {self._where(pos)}: "
+            f"{exc.server_message} (error {exc.code}){have}", code=exc.code, hint=_POSITION_HINT)
+
+    @staticmethod
+    def _where(pos: Position) -> str:
+        return f"GTID position {pos.gtid_state or pos.gtid_set}" if pos.mode != "file" else f"{pos.file}:{pos.pos}"
+
+    def _check_file_position(self, conn: MySQLConnection, pos: Position) -> None:
+        """A file position past the end of its binlog would make the primary wait for bytes it
+        may never write there (after a crash lost its binlog tail, the next events land at
+        lower offsets): refuse it instead."""
+        try:
+            logs = conn.query("SHOW BINARY LOGS").rows
+        except ServerError:
+            return  # no BINLOG MONITOR privilege: the primary's own checks still apply
+        sizes = {row[0]: int(row[1]) for row in logs}
+        size = sizes.get(pos.file or "")
+        if size is not None and pos.pos > size:
+            raise PositionUnavailable(
+                f"the primary {self.url} cannot stream from {self._where(pos)}: {pos.file} has "
+                f"only {size} bytes (its binlogs run from {logs[0][0]} to {logs[-1][0]})",
+                hint=_POSITION_HINT)
 
     def _reached(self, target: tuple[str, int]) -> bool:
         b = self._boundary
@@ -259,45 +443,92 @@ class BinlogStream:
     def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> Iterator[ChangeRecord]:
         if isinstance(ev, RowsEvent):
             self.last_event_ts = ev.timestamp
-            for rec in tracker.records(ev):
-                self._rows_in_tx += 1
-                if self._skip:
-                    self._skip -= 1
-                    continue
-                self.rows_seen += 1
-                yield rec
+            closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
+            n = len(ev.rows)
+            if self._skip >= n:  # delivered before the reconnect/restart
+                self._skip -= n
+                self._rows_in_tx += n
+            else:
+                yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)))
+            if closes:
+                self._commit(ev, dec)
+            return
+        if isinstance(ev, QueryEvent):
+            # TRUNCATE, statement-logged DML and described DDL are records too; they belong to
+            # the transaction the statement is in (or is), so hand them out before closing it.
+            recs = tracker.records(ev)
+            if recs or tracker.table_filter is not None:
+                n, indexed = self._statement_units(ev, tracker, recs)
+                if self._skip >= n:
+                    self._skip -= n
+                    self._rows_in_tx += n
+                else:
+                    yield from self._deliver(n, indexed)
+            if self._tx.observe(ev):
+                self._commit(ev, dec)
             return
         tracker.observe(ev)
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):
+            self._tx.observe(ev)
             gtid = ev.gtid
-            if self._skip and self._tx_gtid and gtid and gtid != self._tx_gtid:
+            if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
                 raise ResumeMismatch(
-                    f"resuming inside transaction {self._tx_gtid}, but the primary sent {gtid} first",
+                    f"resuming inside transaction {self._resume_gtid}, but the primary sent {gtid} first",
                     hint="the binlog changed under the checkpoint; re-snapshot")
-            self._tx_gtid = gtid
-            self._in_tx = True
             self._rows_in_tx = 0
-            if isinstance(ev, GtidEvent) and ev.anonymous:
-                self._tx_gtid = None
-        elif isinstance(ev, QueryEvent):
-            q = ev.query.lstrip()[:12].upper()
-            if q.startswith("BEGIN") or q.startswith("XA START"):
-                self._in_tx = True
-                self._explicit_tx = True
-            elif q.startswith(("COMMIT", "ROLLBACK", "XA END")) and self._explicit_tx and not q.startswith("XA END"):
-                self._commit(ev, dec)
-            elif not self._explicit_tx:
-                self._commit(ev, dec)  # DDL and other statements are transactions of their own
-        elif isinstance(ev, (XidEvent, XaPrepareEvent)):
+            return
+        if isinstance(ev, RotateEvent):
+            b = self._boundary
+            if ev.header.flags & _ARTIFICIAL or ev.header.log_pos == 0:
+                if b is not None and b.file is None:  # GTID start: now we know the file
+                    self._boundary = Position(ev.next_file, ev.position)
+            elif self._tx.in_tx:
+                raise BoundaryError(f"{ev.file}:{ev.offset}: the binlog rotates inside transaction "
+                                    f"{self._tx.gtid or ''}".rstrip())
+            else:
+                self._boundary = Position(ev.next_file, ev.position)
+            return
+        if isinstance(ev, HeartbeatEvent):
+            if not self._tx.in_tx and self.options.on_idle is not None:
+                self.options.on_idle(self.position)
+            return
+        if self._tx.observe(ev):
             self._commit(ev, dec)
-        elif isinstance(ev, RotateEvent):
-            if not self._in_tx and not (ev.header.flags & 0x20) and ev.header.log_pos != 0:
-                self._boundary = Position(ev.next_file, ev.position)
-            elif self._boundary is not None and self._boundary.file is None:
-                self._boundary = Position(ev.next_file, ev.position)
+
+    @staticmethod
+    def _statement_units(ev: QueryEvent, tracker: ChangeTracker,
+                         recs: list[ChangeRecord]) -> tuple[int, list[tuple[int, ChangeRecord]]]:
+        """How many records the statement makes before the table filter, and the index of each
+        kept one among them: the count a resume skips must not depend on the filter."""
+        keep = tracker.table_filter
+        if keep is None:
+            return len(recs), list(enumerate(recs))
+        every = ChangeTracker().records(ev)
+        idx = [i for i, r in enumerate(every) if keep(r.schema, r.table)]
+        if len(idx) != len(recs):
+            raise BinlakeError(f"{ev.file}:{ev.offset}: the statement's records do not match with and "
+                               f"without the table filter ({len(recs)} of {len(every)})")
+        return len(every), list(zip(idx, recs))
+
+    def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]]) -> Iterator[ChangeRecord]:
+        """Hand out one event's records, skipping those delivered before a reconnect/restart;
+        the position counts each record as it goes, and all `n` units once done."""
+        base = self._rows_in_tx
+        skip, self._skip = self._skip, 0
+        for i, rec in indexed:
+            if i < skip:
+                continue
+            self._rows_in_tx = base + i + 1
+            self.rows_seen += 1
+            yield rec
+        self._rows_in_tx = base + n
 
     def _commit(self, ev: Event, dec: BinlogDecoder) -> None:
-        gtid = self._tx_gtid
+        gtid = self._tx.ended_gtid
+        if self._skip:
+            raise ResumeMismatch(f"the resumed transaction {gtid or ''} ended after fewer rows than the "
+                                 f"checkpoint had delivered ({self._skip} left to skip)",
+                                 hint="the binlog changed under the checkpoint; re-snapshot")
         # GTIDs are tracked only when the stream started with a full GTID position: a partial
         # state would make a later resume replay the domains/servers it does not mention.
         if gtid is not None:
@@ -305,20 +536,19 @@ class BinlogStream:
                 self._gtid_state = self._gtid_state.update(gtid)
             elif self._gtid_set is not None:
                 self._gtid_set = self._gtid_set.add_gtid(gtid)
-        if self._skip:
-            raise ResumeMismatch(f"the resumed transaction ended after fewer rows than the "
-                                 f"checkpoint had delivered ({self._skip} left to skip)",
-                                 hint="the binlog changed under the checkpoint; re-snapshot")
-        self._boundary = Position(dec.file, ev.end if ev.header.log_pos else self._boundary.pos)
-        self._in_tx = False
-        self._explicit_tx = False
+        assert self._boundary is not None
+        self._boundary = Position(dec.file, ev.end or self._boundary.pos)
         self._rows_in_tx = 0
-        self._tx_gtid = None
+        self._resume_gtid = None
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
 
-    def _ack(self, conn: MySQLConnection, dec: BinlogDecoder) -> None:
+    def _ack(self, conn: MySQLConnection, dec: BinlogDecoder, last: Event) -> None:
+        """Semi-sync ACK: everything up to the end of `last` was handed out (and, through
+        on_commit, stored), so the primary may report those transactions as replicated."""
+        self._ack_pending = False
         b = self._boundary
-        if b is None or b.file is None:
+        file, pos = (dec.file, last.end) if last.end else (b.file if b else None, b.pos if b else 0)
+        if file is None:
             return
-        conn.send_raw(dlg.semi_sync_ack_payload(b.file, b.pos))
+        conn.send_raw(dlg.semi_sync_ack_payload(file, pos))
