@@ -8,6 +8,7 @@ Nothing here opens files, touches sockets, sleeps or logs.
 from __future__ import annotations
 
 import re
+import struct
 import zlib
 from dataclasses import replace
 from typing import Callable, Iterator, Protocol
@@ -202,6 +203,10 @@ class BinlogDecoder:
                 raise type(exc)(exc.reason, file=exc.file, offset=exc.offset, event_type=tname,
                                 hint=exc.hint or None) from None
             raise
+        except (IndexError, struct.error, ValueError, OverflowError, UnicodeDecodeError) as exc:
+            # A codec met bytes its bounds checks did not foresee: still a named, located error.
+            raise DecodeError(f"malformed event body ({type(exc).__name__}: {exc})",
+                              event_type=tname, hint="the event is malformed or corrupt") from None
 
     def _strip_checksum(self, raw: bytes, header: EventHeader, tname: str, offset: int) -> bytes:
         if self.checksum_alg == ChecksumAlg.CRC32:

@@ -84,11 +84,19 @@ def packed_bytes(buf: Buffer, pos: int, what: str = "string") -> tuple[bytes, in
     return raw(buf, pos, n, what)
 
 
+def _bitmap_size(data: Buffer, count: int) -> None:
+    if len(data) * 8 < count:
+        raise DecodeError(f"bitmap of {len(data)} bytes cannot hold {count} bits",
+                          hint="the event is malformed or corrupt")
+
+
 def bitmap_bits(data: Buffer, count: int) -> list[bool]:
     """LSB-first bitmap (rows-event column and null bitmaps)."""
+    _bitmap_size(data, count)
     return [bool(data[i >> 3] & (1 << (i & 7))) for i in range(count)]
 
 
 def bitmap_bits_msb(data: Buffer, count: int) -> list[bool]:
     """MSB-first bitmap (TABLE_MAP optional metadata: signedness, visibility)."""
+    _bitmap_size(data, count)
     return [bool(data[i >> 3] & (0x80 >> (i & 7))) for i in range(count)]
