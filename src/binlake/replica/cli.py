@@ -36,11 +36,14 @@ from .position import Position
 @click.option("--password-prompt", is_flag=True, help="Ask for the password.")
 @click.option("--password-env", default="BINLAKE_PASSWORD", show_default=True,
               help="Environment variable holding the password when the URL has none.")
+@click.option("--schema-history/--no-schema-history", default=True, show_default=True,
+              help="Track table shapes across DDL (names/types right even with "
+                   "binlog_row_metadata=MINIMAL); stored beside the checkpoint.")
 @click.option("--stats", is_flag=True, help='Print a final JSON line {"rows","events","seconds"}.')
 def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | None,
            until_end: bool, tables: str | None, semi_sync: bool, server_id: int, heartbeat: float,
            output: str, out_path: str | None, password_prompt: bool, password_env: str,
-           stats: bool) -> None:
+           schema_history: bool, stats: bool) -> None:
     """Stream row changes from a live MySQL/MariaDB primary (URL: mysql://user:pw@host:port).
 
     \b
@@ -86,6 +89,8 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         last_save = [0.0]
         last_saved: list[Position | None] = [saved[0] if saved is not None else None]
 
+        tracker = _schema_tracker(server, checkpoint, start, schema_history)
+
         def save(position: Position, force: bool = False) -> None:
             """Make the output durable, then record where it ends and where the stream is.
             At most every 0.2 s unless forced (semi-sync: at every commit, before the ACK)."""
@@ -94,6 +99,13 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                 return
             now = time.monotonic()
             if force or semi_sync or now - last_save[0] >= 0.2:
+                if tracker is not None:
+                    # The history must cover the checkpoint: saved first.
+                    from ..schema.history import history_path
+
+                    hpath = history_path(checkpoint)
+                    if tracker.dirty or not hpath.exists():
+                        tracker.save(hpath)
                 size = sink.durable_size()
                 store.save(position, {"out_bytes": size} if size is not None else {})
                 saved_now[0] = True
@@ -113,7 +125,8 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
 
         opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
                              semi_sync=semi_sync, heartbeat=heartbeat, tables=table_filter(tables),
-                             on_commit=save, on_stream_start=started, on_idle=idle)
+                             on_commit=save, on_stream_start=started, on_idle=idle,
+                             table_resolver=tracker)
         bs = BinlogStream(server, opts)
 
         def stop(signum: int, frame: Any) -> None:
@@ -174,3 +187,60 @@ def _fail(exc: BinlakeError) -> click.ClickException:
 
 def _write_jsonl(out: Any, obj: dict) -> None:
     out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool) -> Any:
+    """The schema history for this run: the one saved beside the checkpoint, else a bootstrap
+    from information_schema when the stream starts at the primary's current end. A stream
+    started at an older position without a history relies on the TABLE_MAP metadata."""
+    if not enabled:
+        return None
+    from ..schema.history import history_path
+    from ..schema.tracker import SchemaTracker
+
+    def connect() -> Any:
+        """A plain-SQL connection for information_schema; its errors read like the stream's."""
+        import pymysql
+
+        from ..errors import ServerError
+        from .connection import ConnectionFailed
+
+        opts = server.options
+        ssl = None
+        if opts.get("ssl_mode", "").upper() not in ("", "DISABLED", "PREFERRED") or opts.get("ssl_ca"):
+            ssl = {k: v for k, v in (("ca", opts.get("ssl_ca")), ("cert", opts.get("ssl_cert")),
+                                     ("key", opts.get("ssl_key"))) if v}
+            ssl["check_hostname"] = opts.get("ssl_mode", "").upper() == "VERIFY_IDENTITY"
+        try:
+            return pymysql.connect(host=server.host, port=server.port, user=server.user,
+                                   password=server.password or "", connect_timeout=10, ssl=ssl)
+        except pymysql.err.OperationalError as exc:
+            code, message = (exc.args + (0, ""))[:2]
+            if code in (2003, 2005, 2006, 2013):
+                raise ConnectionFailed(f"cannot connect to {server.host}:{server.port}: {message}",
+                                       hint="check the host, the port and that the server runs") from None
+            hint = "check the credentials: user name and password" if code == 1045 else None
+            raise ServerError(code, str(message), hint=hint) from None
+
+    # Reach the server with binlake's own client first: its errors name host, port and cause.
+    from .connection import MySQLConnection
+
+    MySQLConnection.connect(server.host, server.port, server.user, server.password,
+                            **server.connect_kwargs()).close()
+    if checkpoint is not None and history_path(checkpoint).exists():
+        return SchemaTracker.load(history_path(checkpoint), connect=connect)
+    if start is None:
+        return SchemaTracker.from_server(connect)
+    try:
+        conn = connect()
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@global.binlog_row_metadata")
+            metadata = str(cur.fetchone()[0]).upper()
+        conn.close()
+    except Exception:  # noqa: BLE001 - only decides whether to warn; the stream reports errors
+        metadata = "UNKNOWN"
+    if metadata != "FULL":
+        click.echo("binlake: no schema history for this start position; column names and types "
+                   f"come from the TABLE_MAP metadata, and binlog_row_metadata is {metadata}: "
+                   "unnamed columns show as @1, @2, ...", err=True)
+    return None
