@@ -6,6 +6,7 @@ costs one Python call. The source is kept on the function (`__source__`) for deb
 """
 from __future__ import annotations
 
+import datetime as _dt
 import struct
 from typing import Any, Callable, Sequence
 
@@ -80,6 +81,7 @@ class _Gen:
             "_ts1": temporal.decode_timestamp, "_dt1": temporal.decode_datetime_v1,
             "_t1": temporal.decode_time_v1, "_t2": temporal.decode_time2,
             "_dec": decode_decimal, "_from": int.from_bytes,
+            "_D": _dt.date, "_DT": _dt.datetime, "_TD": _dt.timedelta, "_EPOCH": temporal.EPOCH,
         }
         self.counter = 0
 
@@ -125,7 +127,11 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
         fn = g.bind(decimal_decoder(c.precision, c.scale), "d")
         g.emit(f"{var}, p = {fn}(buf, p)", ind)
     elif t in (T.DATE, T.NEWDATE):
-        g.emit(f"{var} = _date(_from(buf[p:p + 3], 'little')); p += 3", ind)
+        g.emit("x = buf[p] | (buf[p + 1] << 8) | (buf[p + 2] << 16); p += 3", ind)
+        g.emit("try:", ind)
+        g.emit(f"{var} = _D(x >> 9, (x >> 5) & 15, x & 31)", ind + 1)
+        g.emit("except ValueError:", ind)
+        g.emit(f"{var} = _date(x)", ind + 1)  # zero or zero-in-date: InvalidTemporal
     elif t == T.TIME:
         g.emit(f"{var} = _t1(_from(buf[p:p + 3], 'little')); p += 3", ind)
     elif t == T.TIME2:
@@ -135,14 +141,28 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
         g.emit(f"{var} = _dt1(_from(buf[p:p + 8], 'little')); p += 8", ind)
     elif t == T.DATETIME2:
         fsp = c.fsp
-        g.emit(f"{var} = _dt2(_from(buf[p:p + 5], 'big'), _frac(buf, p + 5, {fsp}), {fsp}); "
-               f"p += {5 + temporal.frac_bytes(fsp)}", ind)
+        fb = temporal.frac_bytes(fsp)
+        g.emit("x = _from(buf[p:p + 5], 'big') - 0x8000000000", ind)
+        _emit_frac(g, "p + 5", fsp, ind)
+        g.emit(f"p += {5 + fb}", ind)
+        g.emit("ymd = x >> 17; ym = ymd >> 5; hms = x & 0x1FFFF", ind)
+        g.emit("try:", ind)
+        g.emit(f"{var} = _DT(ym // 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63, us)",
+               ind + 1)
+        g.emit("except ValueError:", ind)
+        g.emit(f"{var} = _dt2(x + 0x8000000000, us, {fsp})", ind + 1)
     elif t == T.TIMESTAMP:
         g.emit(f"{var} = _ts1(_from(buf[p:p + 4], 'little')); p += 4", ind)
     elif t == T.TIMESTAMP2:
         fsp = c.fsp
-        g.emit(f"{var} = _ts2(_from(buf[p:p + 4], 'big'), _frac(buf, p + 4, {fsp}), {fsp}); "
-               f"p += {4 + temporal.frac_bytes(fsp)}", ind)
+        fb = temporal.frac_bytes(fsp)
+        g.emit("x = _from(buf[p:p + 4], 'big')", ind)
+        _emit_frac(g, "p + 4", fsp, ind)
+        g.emit(f"p += {4 + fb}", ind)
+        g.emit("if x:", ind)
+        g.emit(f"{var} = _EPOCH + _TD(0, x, us)", ind + 1)
+        g.emit("else:", ind)
+        g.emit(f"{var} = _ts2(x, us, {fsp})", ind + 1)
     elif t in (T.VARCHAR, T.VAR_STRING, T.STRING):
         if t == T.STRING:
             b0, b1 = c.meta >> 8, c.meta & 0xFF
@@ -186,6 +206,19 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
     else:
         raise DecodeError(f"column {c.name or c.index + 1}: type {c.type_name} (code {t}) "
                           "cannot be decoded by binlake")
+
+
+def _emit_frac(g: _Gen, at: str, fsp: int, ind: int) -> None:
+    """Fractional seconds (big-endian, fsp digits) -> `us` microseconds."""
+    n = temporal.frac_bytes(fsp)
+    if n == 0:
+        g.emit("us = 0", ind)
+    elif n == 1:
+        g.emit(f"us = buf[{at}] * 10000", ind)
+    elif n == 2:
+        g.emit(f"us = ((buf[{at}] << 8) | buf[{at} + 1]) * 100", ind)
+    else:
+        g.emit(f"us = (buf[{at}] << 16) | (buf[{at} + 1] << 8) | buf[{at} + 2]", ind)
 
 
 def _emit_text(g: _Gen, c: ColumnInfo, var: str, ind: int, blob: bool = False) -> None:
