@@ -5,7 +5,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -81,7 +81,6 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --tables 'shop.orders' --output jsonl binlog.0000*
       binlake decode --output null --stats big-binlog.000007
     """
-    from .binlog.events import Event
     from .changes import ChangeTracker, table_filter
     from .files import read_events
     from .gtid_filter import GtidFilter

@@ -7,12 +7,12 @@ Nothing here opens files, touches sockets, sleeps or logs.
 """
 from __future__ import annotations
 
-import re
 import struct
 import zlib
 from dataclasses import replace
 from typing import Callable, Iterator, Protocol
 
+from ..versions import version_tuple
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
 from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
@@ -24,7 +24,6 @@ from .table_map import TableMapEvent, decode_table_map
 
 # FDE post-header: binlog version 2 + server version 50 + create timestamp 4 + header length 1
 _FDE_FIXED = 57
-_VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
 
 # Types whose bodies carry no row data and are handed on as opaque events.
 _OPAQUE_TYPES = frozenset({
@@ -46,13 +45,8 @@ class TableResolver(Protocol):
     def resolve(self, table_map: TableMapEvent) -> TableMapEvent: ...
 
 
-def _version_tuple(version: str) -> tuple[int, int, int]:
-    m = _VERSION_RE.match(version)
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (0, 0, 0)
-
-
 def _checksum_aware(version: str) -> bool:
-    v = _version_tuple(version)
+    v = version_tuple(version)
     if "mariadb" in version.lower():
         return v >= (5, 3, 0)
     return v >= (5, 6, 1)

@@ -3,11 +3,10 @@ replaced atomically so a crash leaves the old or the new checkpoint, never a tor
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write_text
 from ..errors import ConfigError
 from .position import Position
 
@@ -31,24 +30,6 @@ class CheckpointStore:
         return Position.from_json(data["position"]), data.get("extra", {})
 
     def save(self, position: Position, extra: dict[str, Any] | None = None) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"version": 1, "position": position.to_json(), "extra": extra or {}},
                              separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write_text(self.path, payload)

@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import ProtocolError, ServerError
+from ..versions import version_tuple  # noqa: F401 - re-exported for the stream
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -21,16 +22,6 @@ SEMI_SYNC_NEED_ACK = 0x01
 MARIA_SLAVE_CAPABILITY_GTID = 4
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
-
-
-def version_tuple(version: str) -> tuple[int, int, int]:
-    parts = []
-    for piece in version.split("-")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    while len(parts) < 3:
-        parts.append(0)
-    return parts[0], parts[1], parts[2]
 
 
 def setup_statements(flavor: str, version: str, *, checksum: str, heartbeat_period: float,

@@ -11,11 +11,11 @@ import bisect
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..atomic import atomic_write_text
 from ..errors import SchemaError
 from .model import Catalog, Collations, DatabaseDef, TableDef
 
@@ -276,21 +276,7 @@ class SchemaHistory:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically (temp file + rename): a crash leaves the old file or the new one."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, ensure_ascii=False, separators=(",", ":"))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "SchemaHistory":

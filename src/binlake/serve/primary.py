@@ -24,6 +24,8 @@ import threading
 import time
 import uuid as uuidlib
 import zlib
+
+from ..versions import version_tuple
 from dataclasses import dataclass
 
 from ..binlog.constants import CHECKSUM_LEN, HEADER_LEN, ChecksumAlg, EventType as E
@@ -71,11 +73,6 @@ _CONTROL = frozenset({E.FORMAT_DESCRIPTION, E.ROTATE, E.STOP, E.PREVIOUS_GTIDS, 
 _GTID_STARTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
 _QUERY_TYPES = frozenset({E.QUERY, E.MARIADB_QUERY_COMPRESSED})
 _TX_END_TYPES = frozenset({E.XID, E.XA_PREPARE, E.TRANSACTION_PAYLOAD})
-
-
-def version_tuple(version: str) -> tuple[int, int, int]:
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (0, 0, 0)
 
 
 def _truthy(value: object) -> bool:
