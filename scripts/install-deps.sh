@@ -60,10 +60,9 @@ install_python() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# HOOK: Spark jars. Fetch the Spark/Delta/Iceberg jars from Maven Central here (idempotently,
-# into a cache directory) once the Spark integration needs them. Left empty on purpose.
+# Spark: a JDK and Maven, the `spark` extra, and the Delta Lake jars from Maven Central (cached).
 install_spark_jars() {
-  :
+  PYTHON="$PYTHON" bash scripts/spark-jars.sh
 }
 # ---------------------------------------------------------------------------------------------
 

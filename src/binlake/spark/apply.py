@@ -1,0 +1,663 @@
+"""Apply a micro-batch of CDC records to Delta tables (one per source table), exactly once.
+
+Semantics follow Lakeflow/DLT AUTO CDC so a later move to it changes nothing for readers:
+
+* keys: the primary key (or configured keys); an insert or update upserts, a delete deletes.
+* order: `seq` (binlog position). Per key the newest change wins; a change not newer than
+  what the target already holds is ignored, so replays and overlaps converge.
+* tombstones: deleted keys are remembered (an auxiliary Delta table) with the delete's seq,
+  so a late, older change never resurrects a deleted row. TRUNCATE leaves one table-wide
+  marker that does the same for every key.
+* primary-key changes: an update whose key changes deletes the old key and upserts the new.
+* minimal row images: columns absent from an image keep their old values (a key-changing
+  update under MINIMAL images carries only the columns its images hold).
+* duplicates: rows with the same `seq` in one batch count once (at-least-once inputs).
+* SCD type 1 (current state, with `_binlake_seq`/`_binlake_ts`) or type 2 (history rows with
+  `__START_AT`/`__END_AT`; only changes to tracked columns open a new version).
+* one Delta commit per batch and table: a single MERGE carrying Delta's `txnAppId` /
+  `txnVersion`, so re-running a batch id commits nothing. Table creation and new columns
+  are separate, idempotent commits.
+
+Tables are independent Delta logs, so a batch applies them concurrently (`parallelism`),
+each in its own Spark session because the txn settings are session-wide.
+
+Records with op `ddl` are not applied: table shapes come from the `specs` resolver (the
+schema history later), and new columns are added to the target before the MERGE.
+"""
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import queue
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from ..errors import BinlakeError
+from .typing import ZERO_DATE_POLICIES, TableSpec, image_schema, spark_type, typed_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+SEQ_COL = "_binlake_seq"
+TS_COL = "_binlake_ts"
+START_AT = "__START_AT"
+END_AT = "__END_AT"
+TRUNCATE_COL = "_binlake_truncate"
+BATCH_COL = "_binlake_batch"
+SEQ_DDL = "struct<file_index: int, pos: bigint, inner: int, row: int>"
+ROW_OPS = ("insert", "update", "delete")
+
+SpecSource = Mapping[tuple[str, str], TableSpec] | Callable[[str, str], "TableSpec | None"]
+
+
+class ApplyError(BinlakeError):
+    """A batch cannot be applied (unknown table shape, no key, incompatible target)."""
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """How one source table lands in Delta."""
+
+    keys: tuple[str, ...] | None = None
+    """Merge keys; default the table's primary key."""
+    scd_type: int = 1
+    track_history: tuple[str, ...] | None = None
+    """SCD2: only changes to these columns open a new version (default: all columns)."""
+    track_history_except: tuple[str, ...] = ()
+    columns: tuple[str, ...] | None = None
+    """Column selection (keys are always kept); default all."""
+    except_columns: tuple[str, ...] = ()
+
+
+@dataclass
+class ApplyConfig:
+    """Where and how a stream of batches is applied."""
+
+    target: str
+    """Root folder: tables go to <target>/<schema>/<table>."""
+    app_id: str = "binlake"
+    """Delta txnAppId: one per stream (e.g. its checkpoint); batch ids are its versions."""
+    tables: Mapping[str, TableOptions] = field(default_factory=dict)
+    """Options by 'db.table' or fnmatch pattern ('db.*'); first match wins."""
+    default: TableOptions = field(default_factory=TableOptions)
+    include: str | None = None
+    """Only apply tables matching 'db.t,db2.*' (default: every table in the batch)."""
+    tombstones: bool = True
+    change_log: bool = False
+    """Also append the raw batch to <target>/_binlake/changes (append-only, exactly once)."""
+    zero_dates: str = "null"
+    parallelism: int = 4
+    """Tables applied at once (each in its own Spark session; 1 = one after another)."""
+
+    def options_for(self, schema: str, table: str) -> TableOptions:
+        name = f"{schema}.{table}"
+        if name in self.tables:
+            return self.tables[name]
+        for pattern, opts in self.tables.items():
+            if fnmatch.fnmatchcase(name, pattern):
+                return opts
+        return self.default
+
+    def wants(self, schema: str, table: str) -> bool:
+        if not self.include:
+            return True
+        name = f"{schema}.{table}"
+        return any(fnmatch.fnmatchcase(name, p.strip()) for p in self.include.split(","))
+
+
+@dataclass
+class ApplyResult:
+    batch_id: int
+    tables: list[str] = field(default_factory=list)
+    """'schema.table' of every table the batch touched."""
+
+
+def table_path(target: str, schema: str, table: str) -> str:
+    return f"{target.rstrip('/')}/{schema}/{table}"
+
+
+def tombstone_path(target: str, schema: str, table: str) -> str:
+    return f"{target.rstrip('/')}/_binlake/tombstones/{schema}/{table}"
+
+
+def change_log_path(target: str) -> str:
+    return f"{target.rstrip('/')}/_binlake/changes"
+
+
+# -- entry point ---------------------------------------------------------------------------
+
+def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
+                config: ApplyConfig, specs: SpecSource) -> ApplyResult:
+    """Apply one micro-batch (CDC schema, any order, any tables) to the Delta tables.
+
+    Call it from `foreachBatch` with Spark's batch id, or with your own increasing ids.
+    """
+    from pyspark.sql import functions as F
+
+    if config.zero_dates not in ZERO_DATE_POLICIES:
+        raise ApplyError(f"zero_dates must be one of {ZERO_DATE_POLICIES}, not {config.zero_dates!r}")
+    resolve = _resolver(specs)
+    result = ApplyResult(batch_id)
+    changes = changes.persist()  # every action would otherwise re-read the source
+    try:
+        if config.change_log:
+            _append_change_log(spark, changes, batch_id, config)
+        stats = (changes.where(F.col("op").isin(*ROW_OPS, "truncate"))
+                 .groupBy("schema", "table")
+                 .agg(F.max(F.when(F.col("op") == "truncate", F.col("seq"))).alias("trunc"),
+                      F.max(F.col("op").isin("update", "delete")).alias("deletes"))
+                 .collect())
+        jobs = []
+        for row in sorted(stats, key=lambda r: (r["schema"], r["table"])):
+            schema, table = row["schema"], row["table"]
+            if not config.wants(schema, table):
+                continue
+            spec = resolve(schema, table)
+            if spec is None:
+                raise ApplyError(f"no table shape for {schema}.{table}",
+                                 hint="give `specs` an entry for it (schema history or "
+                                      "information_schema)")
+            part = (changes.where((F.col("schema") == schema) & (F.col("table") == table))
+                    .dropDuplicates(["seq"]))  # at-least-once inputs: one row per change
+            trunc = tuple(row["trunc"]) if row["trunc"] is not None else None
+            jobs.append((spec, part, trunc, bool(row["deletes"])))
+        _run_tables(spark, jobs, batch_id, config)
+        result.tables.extend(f"{spec.schema}.{spec.table}" for spec, *_ in jobs)
+    finally:
+        changes.unpersist()
+    return result
+
+
+def _run_tables(spark: "SparkSession", jobs: list[tuple[Any, ...]], batch_id: int,
+                config: ApplyConfig) -> None:
+    """Apply each table; tables are independent Delta logs, so they may run concurrently."""
+
+    def one(session: "SparkSession", job: tuple[Any, ...]) -> None:
+        spec, part, trunc, deletes = job
+        try:
+            _apply_table(session, part, batch_id, config, spec, trunc, deletes)
+        except Exception:
+            _KNOWN.pop(table_path(config.target, spec.schema, spec.table), None)
+            _KNOWN.pop(tombstone_path(config.target, spec.schema, spec.table), None)
+            raise
+
+    if config.parallelism <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            one(spark, job)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = min(config.parallelism, len(jobs))
+    sessions: queue.SimpleQueue[SparkSession] = queue.SimpleQueue()
+    for child in _child_sessions(spark, workers):
+        sessions.put(child)
+
+    def run(job: tuple[Any, ...]) -> None:
+        session = sessions.get()  # a session is used by one thread at a time
+        try:
+            one(session, job)
+        finally:
+            sessions.put(session)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(run, job) for job in jobs]:
+            f.result()
+
+
+_CHILDREN: "weakref.WeakKeyDictionary[Any, list[Any]]" = weakref.WeakKeyDictionary()
+
+
+def _child_sessions(spark: "SparkSession", n: int) -> list["SparkSession"]:
+    """`n` sessions sharing `spark`'s context and cache, made once and reused per batch."""
+    children = _CHILDREN.setdefault(spark, [])
+    while len(children) < n:
+        children.append(spark.newSession())
+    return children[:n]
+
+
+def foreach_batch(config: ApplyConfig, specs: SpecSource) -> Callable[["DataFrame", int], None]:
+    """A `writeStream.foreachBatch` handler: Spark's batch id becomes the Delta txn version."""
+
+    def handle(batch: "DataFrame", batch_id: int) -> None:
+        apply_batch(batch.sparkSession, batch, batch_id, config, specs)
+
+    return handle
+
+
+def _resolver(specs: SpecSource) -> Callable[[str, str], TableSpec | None]:
+    if callable(specs):
+        return specs  # type: ignore[return-value]
+    return lambda schema, table: specs.get((schema, table))
+
+
+# -- Delta helpers -------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def delta_txn(spark: "SparkSession", app_id: str, version: int) -> Iterator[None]:
+    """The next Delta write in this session carries txn(app_id, version); skipped if seen."""
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _delta(path: str) -> str:
+    return f"delta.{_q(path)}"
+
+
+_KNOWN: dict[str, set[str]] = {}
+"""Column names of Delta tables this process created or checked (skips a snapshot read)."""
+
+
+def _is_delta(spark: "SparkSession", path: str) -> bool:
+    if path in _KNOWN:
+        return True
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))  # type: ignore[attr-defined]
+
+
+def ensure_table(spark: "SparkSession", path: str, schema: "StructType") -> None:
+    """Create the Delta table if missing; add columns the spec has and the table lacks."""
+    wanted = {f.name.lower() for f in schema.fields}
+    if wanted <= _KNOWN.get(path, set()):
+        return
+    if not _is_delta(spark, path):
+        spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(path)
+    have = {f.name.lower() for f in spark.read.format("delta").load(path).schema.fields}
+    missing = [f for f in schema.fields if f.name.lower() not in have]
+    if missing:
+        cols = ", ".join(f"{_q(f.name)} {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE {_delta(path)} ADD COLUMNS ({cols})")
+    _KNOWN[path] = have | wanted
+
+
+def _seq_sql(seq: Sequence[int]) -> str:
+    fi, pos, inner, row = seq
+    return (f"named_struct('file_index', CAST({fi} AS INT), 'pos', CAST({pos} AS BIGINT), "
+            f"'inner', CAST({inner} AS INT), 'row', CAST({row} AS INT))")
+
+
+def _seq_lit(seq: Sequence[int]) -> "Column":
+    from pyspark.sql import functions as F
+
+    return F.expr(_seq_sql(seq))
+
+
+def _merge(spark: "SparkSession", source: "DataFrame", sql: str, app_id: str,
+           version: int) -> None:
+    # A global view: `source` may belong to another session than the one running the MERGE
+    # (each table's MERGE runs in its own session so the txn settings do not collide).
+    view = f"_binlake_src_{uuid.uuid4().hex}"
+    source.createOrReplaceGlobalTempView(view)
+    views = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+    try:
+        with delta_txn(spark, app_id, version):
+            spark.sql(sql.replace("{src}", f"{_q(str(views))}.{view}"))
+    finally:
+        spark.catalog.dropGlobalTempView(view)
+
+
+def _append_change_log(spark: "SparkSession", changes: "DataFrame", batch_id: int,
+                       config: ApplyConfig) -> None:
+    from pyspark.sql import functions as F
+
+    (changes.withColumn(BATCH_COL, F.lit(batch_id).cast("bigint"))
+     .write.format("delta").mode("append")
+     .option("txnAppId", config.app_id).option("txnVersion", batch_id)
+     .save(change_log_path(config.target)))
+
+
+# -- one table -----------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    """Names of one table's apply: source key/data columns and their internal names."""
+
+    spec: TableSpec
+    keys: list[str]
+    cols: list[str]
+    tracked: list[str]
+
+    @property
+    def K(self) -> list[str]:
+        return [f"_k{j}" for j in range(len(self.keys))]
+
+    def key_index(self, name: str) -> int | None:
+        return self.keys.index(name) if name in self.keys else None
+
+
+def _plan(spec: TableSpec, opts: TableOptions) -> _Plan:
+    keys = list(opts.keys or spec.primary_key)
+    if not keys:
+        raise ApplyError(f"{spec.schema}.{spec.table} has no primary key",
+                         hint="configure TableOptions(keys=...) or use the change log only")
+    names = spec.names
+    unknown = [k for k in keys if k not in names]
+    if unknown:
+        raise ApplyError(f"{spec.schema}.{spec.table}: key columns {unknown} do not exist")
+    cols = [c for c in names
+            if (c in keys or opts.columns is None or c in opts.columns)
+            and (c in keys or c not in opts.except_columns)]
+    base = [c for c in cols if c not in keys]
+    tracked = [c for c in (opts.track_history or base)
+               if c in base and c not in opts.track_history_except]
+    return _Plan(spec, keys, cols, tracked)
+
+
+def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config: ApplyConfig,
+                 spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool) -> None:
+    opts = config.options_for(spec.schema, spec.table)
+    plan = _plan(spec, opts)
+    path = table_path(config.target, spec.schema, spec.table)
+    tomb_path = tombstone_path(config.target, spec.schema, spec.table)
+    data_schema = spec.spark_schema(config.zero_dates, plan.cols)
+    events = _events(part, plan, config.zero_dates)
+    if config.tombstones:
+        events = _late_filter(spark, events, plan, tomb_path)
+    if opts.scd_type == 2:
+        from pyspark.sql.types import StructField, StructType
+
+        seq_type = part.schema["seq"].dataType
+        ensure_table(spark, path, StructType([*data_schema.fields,
+                                              StructField(START_AT, seq_type),
+                                              StructField(END_AT, seq_type)]))
+        net = _scd2(spark, events, plan, path, trunc, batch_id, config.app_id)
+    elif opts.scd_type == 1:
+        from pyspark.sql.types import StructField, StructType, TimestampType
+
+        ensure_table(spark, path, StructType([*data_schema.fields,
+                                              StructField(SEQ_COL, part.schema["seq"].dataType),
+                                              StructField(TS_COL, TimestampType())]))
+        if trunc is not None:
+            from pyspark.sql import functions as F
+
+            events = events.where(F.col("_seq") > _seq_lit(trunc))
+        net = _scd1(spark, events, plan, path, trunc, batch_id, config.app_id)
+    else:
+        raise ApplyError(f"scd_type must be 1 or 2, not {opts.scd_type}")
+    if config.tombstones and (has_deletes or trunc is not None):
+        _write_tombstones(spark, net, plan, tomb_path, part.schema["seq"].dataType, trunc,
+                          config.zero_dates, batch_id, config.app_id)
+
+
+def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
+    """Row changes -> one row per key event: (_k*, _seq, _ts, _kind, _reset, _c*, _p*).
+
+    _kind is 'upsert' or 'delete'; a key-changing update yields a delete of the old key and
+    an upsert of the new one. _p<i> says whether column i is in the image (minimal images).
+    _reset marks events after which older column values no longer matter (insert, delete,
+    key move).
+    """
+    from pyspark.sql import functions as F
+
+    spec, keys, cols = plan.spec, plan.keys, plan.cols
+    need = list(dict.fromkeys([*keys, *cols]))
+    js = image_schema(spec, need)
+    op = F.col("op")
+    x = part.where(op.isin(*ROW_OPS)).select(
+        op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
+        F.from_json("before", js).alias("_b"), F.from_json("after", js).alias("_a"),
+        F.when(op == "update", F.json_object_keys("after")).alias("_ak"),
+        F.when(op == "update", F.json_object_keys("before")).alias("_bk"))
+
+    def tv(img: str, name: str) -> "Column":
+        return typed_value(F.col(img).getField(name), spec.column(name), zero_dates)
+
+    def in_after(name: str) -> "Column":
+        return F.coalesce(F.array_contains("_ak", name), F.lit(False))
+
+    old_key = [tv("_b", k).alias(f"_k{j}") for j, k in enumerate(keys)]
+    new_key = [F.when(op == "insert", tv("_a", k)).when(in_after(k), tv("_a", k))
+               .otherwise(tv("_b", k)).alias(f"_k{j}") for j, k in enumerate(keys)]
+    x = x.select("*", F.struct(*old_key).alias("_ok"), F.struct(*new_key).alias("_nk"))
+    x = x.withColumn("_moved", (op == "update") & ~F.col("_ok").eqNullSafe(F.col("_nk")))
+    kinds = (F.when(op == "delete", F.array(F.lit("delete")))
+             .when(F.col("_moved"), F.array(F.lit("delete"), F.lit("upsert")))
+             .otherwise(F.array(F.lit("upsert"))))
+    x = x.withColumn("_kind", F.explode(kinds))
+    is_del = F.col("_kind") == "delete"
+    out = [F.when(is_del, F.col("_ok").getField(f"_k{j}"))
+           .otherwise(F.col("_nk").getField(f"_k{j}")).alias(f"_k{j}")
+           for j in range(len(keys))]
+    out += [F.col("_seq"), F.col("_ts"), F.col("_kind"),
+            (is_del | (op == "insert") | F.col("_moved")).alias("_reset")]
+    for i, c in enumerate(cols):
+        in_before = F.coalesce(F.array_contains("_bk", c), F.lit(False))
+        value = F.when(F.col("_moved") & ~in_after(c), tv("_b", c)).otherwise(tv("_a", c))
+        present = (op == "insert") | in_after(c) | (F.col("_moved") & in_before)
+        out += [F.when(~is_del, value).alias(f"_c{i}"),
+                F.when(~is_del, present).otherwise(F.lit(False)).alias(f"_p{i}")]
+    return x.select(*out)
+
+
+def _late_filter(spark: "SparkSession", events: "DataFrame", plan: _Plan,
+                 tomb_path: str) -> "DataFrame":
+    """Drop events not newer than their key's tombstone or the table's last TRUNCATE.
+
+    Two anti-joins, no action: an equi-join on the keys and a tiny one on the markers.
+    """
+    from pyspark.sql import functions as F
+
+    if not _is_delta(spark, tomb_path):
+        return events
+    tomb = spark.read.format("delta").load(tomb_path)
+    keys = tomb.where(~F.col(TRUNCATE_COL)).select(
+        *[F.col(_q(k)).alias(f"_t{j}") for j, k in enumerate(plan.keys)],
+        F.col(SEQ_COL).alias("_tseq"))
+    cond = [F.col(f"_k{j}") == F.col(f"_t{j}") for j in range(len(plan.keys))]
+    events = events.join(keys, on=[*cond, F.col("_tseq") >= F.col("_seq")], how="left_anti")
+    markers = tomb.where(F.col(TRUNCATE_COL)).select(F.col(SEQ_COL).alias("_tseq"))
+    return events.join(F.broadcast(markers), on=F.col("_tseq") >= F.col("_seq"),
+                       how="left_anti")
+
+
+def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructType":
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    return StructType([*[StructField(k, spark_type(plan.spec.column(k), zero_dates))
+                         for k in plan.keys],
+                       StructField(SEQ_COL, seq_type), StructField(TRUNCATE_COL, BooleanType())])
+
+
+def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
+                      seq_type: Any, trunc: tuple[int, ...] | None,
+                      zero_dates: str, batch_id: int, app_id: str) -> None:
+    """Append net deletes (and a TRUNCATE marker) with their seq: a blind append, one commit.
+
+    Appending is cheaper than a MERGE; readers only ask "is there a tombstone at or after
+    this seq", which duplicates do not change. `compact_tombstones` rewrites the table.
+    """
+    from pyspark.sql import functions as F
+
+    schema = _tombstone_schema(plan, seq_type, zero_dates)
+    ensure_table(spark, path, schema)
+    src = net.where(F.col("_kind") == "delete").select(
+        *[F.col(f"_k{j}").alias(k) for j, k in enumerate(plan.keys)],
+        F.col("_seq").alias(SEQ_COL), F.lit(False).alias(TRUNCATE_COL))
+    if trunc is not None:
+        marker = spark.range(1).select(
+            *[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields[:len(plan.keys)]],
+            _seq_lit(trunc).alias(SEQ_COL), F.lit(True).alias(TRUNCATE_COL))
+        src = src.unionByName(marker)
+    (src.write.format("delta").mode("append")
+     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+
+
+def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,
+                       table: str) -> None:
+    """Rewrite a tombstone table: newest tombstone per key, none older than the last marker.
+
+    Tombstones only guard against late events; call this from maintenance, not per batch.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    path = tombstone_path(config.target, schema, table)
+    if not _is_delta(spark, path):
+        return
+    tomb = spark.read.format("delta").load(path)
+    keys = [c for c in tomb.columns if c not in (SEQ_COL, TRUNCATE_COL)]
+    last_marker = F.max(F.when(F.col(TRUNCATE_COL), F.col(SEQ_COL))).over(Window.partitionBy())
+    newest = F.max(SEQ_COL).over(Window.partitionBy(*keys, TRUNCATE_COL))
+    kept = (tomb.withColumn("_m", last_marker).withColumn("_n", newest)
+            .where((F.col(SEQ_COL) == F.col("_n"))
+                   & (F.col("_m").isNull() | (F.col(SEQ_COL) >= F.col("_m"))))
+            .drop("_m", "_n").dropDuplicates())
+    kept.localCheckpoint().write.format("delta").mode("overwrite").save(path)
+
+
+# -- SCD type 1 ----------------------------------------------------------------------------
+
+def _scd1(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
+          trunc: tuple[int, ...] | None, batch_id: int, app_id: str) -> "DataFrame":
+    """Fold each key's events to its net change and MERGE it; returns the net changes."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    K = plan.K
+    w = Window.partitionBy(*K)
+    ev = events.withColumn("_rs", F.max(F.when(F.col("_reset"), F.col("_seq"))).over(w))
+    ev = ev.where(F.col("_rs").isNull() | (F.col("_seq") >= F.col("_rs")))
+    agg = [F.max("_seq").alias("_seq"), F.max_by("_ts", "_seq").alias("_ts"),
+           F.max_by("_kind", "_seq").alias("_kind"),
+           F.max(F.col("_rs").isNotNull()).alias("_full")]
+    for i in range(len(plan.cols)):
+        agg += [F.max_by(f"_c{i}", F.when(F.col(f"_p{i}"), F.col("_seq"))).alias(f"_c{i}"),
+                F.max(f"_p{i}").alias(f"_p{i}")]
+    net = ev.groupBy(*K).agg(*agg)
+
+    on = " AND ".join(f"t.{_q(k)} <=> s._k{j}" for j, k in enumerate(plan.keys))
+    sets, ins_cols, ins_vals = [], [], []
+    for i, c in enumerate(plan.cols):
+        j = plan.key_index(c)
+        if j is not None:
+            value = f"s._k{j}"
+            sets.append(f"t.{_q(c)} = {value}")
+        else:
+            value = f"s._c{i}"
+            sets.append(f"t.{_q(c)} = CASE WHEN s._full OR s._p{i} THEN s._c{i} ELSE t.{_q(c)} END")
+        ins_cols.append(_q(c))
+        ins_vals.append(value)
+    sets += [f"t.{SEQ_COL} = s._seq", f"t.{TS_COL} = s._ts"]
+    ins_cols += [SEQ_COL, TS_COL]
+    ins_vals += ["s._seq", "s._ts"]
+    sql = (f"MERGE INTO {_delta(path)} t USING {{src}} s ON {on} "
+           f"WHEN MATCHED AND s._kind = 'delete' AND s._seq > t.{SEQ_COL} THEN DELETE "
+           f"WHEN MATCHED AND s._kind = 'upsert' AND s._seq > t.{SEQ_COL} "
+           f"THEN UPDATE SET {', '.join(sets)} "
+           f"WHEN NOT MATCHED AND s._kind = 'upsert' "
+           f"THEN INSERT ({', '.join(ins_cols)}) VALUES ({', '.join(ins_vals)})")
+    if trunc is not None:
+        sql += f" WHEN NOT MATCHED BY SOURCE AND t.{SEQ_COL} < {_seq_sql(trunc)} THEN DELETE"
+    _merge(spark, net, sql, app_id, batch_id)
+    return net
+
+
+# -- SCD type 2 ----------------------------------------------------------------------------
+
+def _scd2(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
+          trunc: tuple[int, ...] | None, batch_id: int, app_id: str) -> "DataFrame":
+    """Turn each key's events into versions and MERGE them; returns net kinds per key.
+
+    The target's current version (END_AT null) is closed or updated in place (changes to
+    untracked columns); every change of tracked columns inserts a new version. TRUNCATE
+    closes every open version at its seq (a delete of every key).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    K, n = plan.K, len(plan.cols)
+    if trunc is not None:  # a delete at the truncate's seq for every key the batch touches
+        synthetic = events.select(*K).distinct().select(
+            *K, _seq_lit(trunc).alias("_seq"), F.lit(None).cast("timestamp").alias("_ts"),
+            F.lit("delete").alias("_kind"), F.lit(True).alias("_reset"),
+            *[c for i in range(n) for c in (F.lit(None).alias(f"_c{i}"),
+                                            F.lit(False).alias(f"_p{i}"))])
+        synthetic = synthetic.select(*[synthetic[c].cast(events.schema[c].dataType).alias(c)
+                                       for c in events.columns])
+        events = events.unionByName(synthetic)
+
+    target = spark.read.format("delta").load(path)
+    current = target.where(F.col(END_AT).isNull()).select(
+        *[F.col(_q(k)).alias(f"_k{j}") for j, k in enumerate(plan.keys)],
+        *[F.col(_q(c)).alias(f"_cur{i}") for i, c in enumerate(plan.cols)],
+        F.col(START_AT).alias("_cstart"))
+    ev = (events.join(current, on=K, how="left")
+          .where(F.col("_cstart").isNull() | (F.col("_seq") > F.col("_cstart"))))
+
+    # Resolve full column values per event: newest present value since the last reset,
+    # falling back to the current version when no reset happened yet in this batch.
+    w_all = Window.partitionBy(*K).orderBy("_seq")
+    run = w_all.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    ev = ev.withColumn("_grp", F.sum(F.col("_reset").cast("int")).over(run))
+    w_grp = (Window.partitionBy(*K, "_grp").orderBy("_seq")
+             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    for i in range(n):
+        last = F.last(F.when(F.col(f"_p{i}"), F.struct(F.col(f"_c{i}").alias("v"))),
+                      ignorenulls=True).over(w_grp)
+        ev = ev.withColumn(f"_r{i}", F.when(last.isNotNull(), last.getField("v"))
+                           .when(F.col("_grp") == 0, F.col(f"_cur{i}")))
+    tracked = [plan.cols.index(c) for c in plan.tracked]
+    trk = F.struct(*[F.col(f"_r{i}").alias(f"t{i}") for i in tracked])
+    cur_trk = F.struct(*[F.col(f"_cur{i}").alias(f"t{i}") for i in tracked])
+    prev_kind = F.lag("_kind").over(w_all)
+    prev_trk = F.lag(trk).over(w_all)
+    first_prev_kind = F.when(F.col("_cstart").isNotNull(), F.lit("upsert"))
+    pk_ = F.coalesce(prev_kind, first_prev_kind)
+    pt_ = F.when(prev_kind.isNull(), cur_trk).otherwise(prev_trk)
+    is_up = F.col("_kind") == "upsert"
+    ev = ev.withColumn("_new", is_up & (pk_.isNull() | (pk_ == "delete") | ~trk.eqNullSafe(pt_)))
+    ev = ev.withColumn("_vid", F.sum(F.col("_new").cast("int")).over(run))
+
+    # The target's current version: closed at the first new version or delete, and updated
+    # in place by the untracked changes before that (vid 0).
+    up0 = is_up & (F.col("_vid") == 0)
+    close = F.when(F.col("_new") | (F.col("_kind") == "delete"), F.col("_seq"))
+    updates = ev.where(F.col("_cstart").isNotNull()).groupBy(*K).agg(
+        *[F.max_by(f"_r{i}", F.when(up0, F.col("_seq"))).alias(f"_r{i}") for i in range(n)],
+        F.lit("update").alias("_action"), F.max(up0).alias("_has_up"),
+        F.min("_cstart").alias("_start"), F.min(close).alias("_end"))
+    # Every version opened in this batch: values of its last upsert, ended by the next
+    # version or by a delete.
+    versions = ev.where(F.col("_vid") > 0).groupBy(*K, "_vid").agg(
+        *[F.max_by(f"_r{i}", F.when(is_up, F.col("_seq"))).alias(f"_r{i}") for i in range(n)],
+        F.lit("insert").alias("_action"), F.lit(True).alias("_has_up"),
+        F.min("_seq").alias("_start"),
+        F.min(F.when(F.col("_kind") == "delete", F.col("_seq"))).alias("_del"))
+    nxt = F.lead("_start").over(Window.partitionBy(*K).orderBy("_vid"))
+    versions = versions.withColumn("_end", F.coalesce(F.col("_del"), nxt)).drop("_vid", "_del")
+    source = updates.unionByName(versions)
+
+    on = " AND ".join(["s._action = 'update'", f"t.{END_AT} IS NULL"]
+                      + [f"t.{_q(k)} <=> s._k{j}" for j, k in enumerate(plan.keys)])
+    sets, ins_cols, ins_vals = [], [], []
+    for i, c in enumerate(plan.cols):
+        j = plan.key_index(c)
+        value = f"s._k{j}" if j is not None else f"s._r{i}"
+        if j is None:
+            sets.append(f"t.{_q(c)} = CASE WHEN s._has_up THEN s._r{i} ELSE t.{_q(c)} END")
+        ins_cols.append(_q(c))
+        ins_vals.append(value)
+    sets.append(f"t.{END_AT} = s._end")
+    ins_cols += [START_AT, END_AT]
+    ins_vals += ["s._start", "s._end"]
+    sql = (f"MERGE INTO {_delta(path)} t USING {{src}} s ON {on} "
+           f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)} "
+           f"WHEN NOT MATCHED AND s._action = 'insert' "
+           f"THEN INSERT ({', '.join(ins_cols)}) VALUES ({', '.join(ins_vals)})")
+    if trunc is not None:
+        sql += (f" WHEN NOT MATCHED BY SOURCE AND t.{END_AT} IS NULL "
+                f"AND t.{START_AT} < {_seq_sql(trunc)} THEN UPDATE SET t.{END_AT} = {_seq_sql(trunc)}")
+    _merge(spark, source, sql, app_id, batch_id)
+    return events.groupBy(*K).agg(F.max("_seq").alias("_seq"),
+                                  F.max_by("_kind", "_seq").alias("_kind"))

@@ -1,0 +1,84 @@
+"""A local SparkSession with Delta Lake and binlake's data source, tuned for small CDC batches.
+
+Spark's defaults suit clusters: 200 shuffle partitions, adaptive re-planning and a web UI
+cost seconds per micro-batch on a laptop. Jars come from the local cache (see `jars.py`), so
+a session start needs no network; an empty cache is filled with Maven, and only without Maven
+does Spark resolve `spark.jars.packages` through Ivy itself.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .jars import DELTA_COORDINATE, check_pyspark_version, download_jars, local_jars
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+_CORES = max(1, min(8, os.cpu_count() or 2))
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": str(_CORES),
+    "spark.default.parallelism": str(_CORES),
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    # Adaptive execution runs every shuffle stage as its own job; for small CDC batches that
+    # overhead dominates (measured: a one-table MERGE batch 11.5 s -> 8 s on 2 cores).
+    "spark.sql.adaptive.enabled": "false",
+    "spark.databricks.delta.snapshotPartitions": str(_CORES),
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(_CORES),
+}
+
+
+def build_session(app_name: str = "binlake", *, master: str = "local[*]",
+                  jars_dir: str | Path | None = None, conf: Mapping[str, Any] | None = None,
+                  register: bool = True) -> "SparkSession":
+    """Start (or return the running) SparkSession with Delta and `format("binlake")`."""
+    from pyspark.sql import SparkSession
+
+    check_pyspark_version()
+    # Python workers must be this interpreter (the one with binlake and pyarrow installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**LOCAL_CONF, **DELTA_CONF}.items():
+        builder = builder.config(key, value)
+    folder = Path(jars_dir) if jars_dir else None
+    jars = local_jars(folder)
+    if jars is None and shutil.which("mvn"):
+        # Preferred over Ivy: Ivy trips over POM-only entries that Maven leaves in ~/.m2
+        # ("download failed: ...slf4j-api.jar", seen here), and re-resolves on every start.
+        jars = download_jars(folder)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    else:
+        builder = builder.config("spark.jars.packages", DELTA_COORDINATE)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    if register:
+        register_sources(spark)
+    return spark
+
+
+def register_sources(spark: "SparkSession") -> None:
+    """Make `format("binlake")` available: files with `spark.read`, and a live primary with
+    `spark.readStream` when the streaming source (stream_source.py) is installed."""
+    try:
+        from .stream_source import BinlakeDataSource as source
+    except ImportError:
+        from .files_source import BinlogFilesDataSource as source
+
+    spark.dataSource.register(source)

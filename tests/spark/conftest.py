@@ -1,0 +1,73 @@
+"""One SparkSession (with Delta) for every Spark test: starting Spark costs 10-17 s here.
+
+Tests under tests/spark carry `pytest.mark.spark`; they are skipped when pyspark is not
+installed. The Delta jars come from the local cache (scripts/spark-jars.sh fills it; an empty
+cache is filled on first use when Maven is installed).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.binlog.constants import ColumnType as T
+from binlake.changes import ChangeRecord
+from binlake.spark.arrow import file_index
+
+SPARK_DIR = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SPARK_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from binlake.spark.session import build_session
+
+    session = build_session("binlake-tests", master="local[2]")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def cdc_row_check() -> Any:
+    """`check(row, record)`: a CDC row (Arrow or Spark, as a dict) equals the change record."""
+    return assert_row_matches
+
+
+def expected_image(rec: ChangeRecord, which: str) -> dict[str, Any] | None:
+    """The record's image as binlake's JSON output has it, JSON columns as their text."""
+    out = rec.to_json_dict().get(which)
+    if out is None or rec.table_map is None:
+        return out
+    for name, col in zip(rec.table_map.column_names, rec.table_map.columns):
+        value = out.get(name)
+        # MySQL JSON arrives as a document; MariaDB's JSON is LONGTEXT and already text.
+        if value is not None and (col.type == T.JSON or (col.is_json and not isinstance(value, str))):
+            out[name] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return out
+
+
+def assert_row_matches(row: dict[str, Any], rec: ChangeRecord) -> None:
+    assert (row["op"], row["schema"], row["table"]) == (rec.op, rec.schema, rec.table)
+    assert (row["file"], row["pos"], row["end_pos"], row["row"], row["inner"]) == (
+        rec.file, rec.pos, rec.end_pos, rec.row, rec.inner)
+    assert row["gtid"] == rec.gtid
+    assert row["ts"].timestamp() == rec.timestamp
+    inner = -1 if rec.inner is None else rec.inner
+    seq = row["seq"] if isinstance(row["seq"], dict) else row["seq"].asDict()
+    assert seq == {"file_index": file_index(rec.file), "pos": rec.pos, "inner": inner,
+                   "row": rec.row}
+    for which in ("before", "after"):
+        got = None if row[which] is None else json.loads(row[which])
+        assert got == expected_image(rec, which), (which, rec.position)
+    assert row["query"] == rec.statement

@@ -1,0 +1,147 @@
+"""MySQL column types -> Spark types, and JSON image text -> exact typed values in Spark."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from binlake.changes import iter_changes
+from binlake.files import read_events
+from binlake.spark.typing import (
+    ColumnSpec, TableSpec, column_from_information_schema, image_schema, spark_type,
+    specs_from_events, typed_value,
+)
+from binlake.values import InvalidTemporal, MySQLTime
+
+pytestmark = pytest.mark.spark
+CORPUS_FILE = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
+
+
+@pytest.mark.parametrize("col, expected", [
+    (ColumnSpec("c", "tinyint"), "tinyint"),
+    (ColumnSpec("c", "tinyint", unsigned=True), "smallint"),
+    (ColumnSpec("c", "smallint", unsigned=True), "int"),
+    (ColumnSpec("c", "mediumint", unsigned=True), "int"),
+    (ColumnSpec("c", "int", unsigned=True), "bigint"),
+    (ColumnSpec("c", "bigint"), "bigint"),
+    (ColumnSpec("c", "bigint", unsigned=True), "decimal(20,0)"),
+    (ColumnSpec("c", "decimal", precision=38, scale=10), "decimal(38,10)"),
+    (ColumnSpec("c", "decimal", precision=65, scale=30), "string"),
+    (ColumnSpec("c", "float"), "float"),
+    (ColumnSpec("c", "double"), "double"),
+    (ColumnSpec("c", "bit", precision=13), "bigint"),
+    (ColumnSpec("c", "bit", precision=64), "decimal(20,0)"),
+    (ColumnSpec("c", "year"), "smallint"),
+    (ColumnSpec("c", "date"), "date"),
+    (ColumnSpec("c", "datetime", fsp=6), "timestamp_ntz"),
+    (ColumnSpec("c", "timestamp", fsp=3), "timestamp"),
+    (ColumnSpec("c", "time", fsp=6), "string"),
+    (ColumnSpec("c", "varchar"), "string"),
+    (ColumnSpec("c", "enum"), "string"),
+    (ColumnSpec("c", "json"), "string"),
+    (ColumnSpec("c", "varbinary"), "binary"),
+    (ColumnSpec("c", "longblob"), "binary"),
+    (ColumnSpec("c", "geometry"), "struct<srid:bigint,wkb:binary>"),
+    (ColumnSpec("c", "vector"), "array<float>"),
+])
+def test_spark_types(col: ColumnSpec, expected: str) -> None:
+    assert spark_type(col).simpleString() == expected
+
+
+def test_zero_dates_string_policy_keeps_temporal_text() -> None:
+    for t in ("date", "datetime", "timestamp"):
+        assert spark_type(ColumnSpec("c", t), "string").simpleString() == "string"
+
+
+def test_information_schema_rows() -> None:
+    row = ("price", "decimal", "decimal(12,3) unsigned", 12, 3, None, "NO", None)
+    assert column_from_information_schema(row) == ColumnSpec("price", "decimal", True, 12, 3, 0, False)
+    row = ("flags", "bit", "bit(7)", 7, None, None, "YES", None)
+    assert column_from_information_schema(row).precision == 7
+    row = ("raw", "varchar", "varbinary(8)", None, None, None, "YES", "binary")
+    assert column_from_information_schema(row).type == "varbinary"
+    row = ("at", "datetime", "datetime(3)", None, None, 3, "YES", None)
+    assert column_from_information_schema(row).fsp == 3
+
+
+def _expected(c: ColumnSpec, v: Any) -> Any:
+    """What Spark must hold for a decoded value (zero dates policy 'null')."""
+    if v is None or isinstance(v, InvalidTemporal):
+        return None
+    if c.type == "decimal":
+        return v if (c.precision or 0) <= 38 else format(v, "f")
+    if (c.type == "bigint" and c.unsigned) or (c.type == "bit" and c.precision == 64):
+        return Decimal(v)
+    if c.type == "timestamp":
+        return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, MySQLTime):
+        return v.format(c.fsp)
+    if c.type == "geometry":
+        return (v.srid, v.wkb)
+    return v
+
+
+def _spark_value(c: ColumnSpec, v: Any) -> Any:
+    if v is None:
+        return None
+    if c.type == "timestamp":
+        return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(v, bytearray):
+        return bytes(v)
+    if c.type == "geometry":
+        return (v["srid"], bytes(v["wkb"]))
+    return v
+
+
+def test_images_become_exact_typed_values(spark: Any, corpus_dir: Path) -> None:
+    """Every column type of the corpus survives binlog -> CDC JSON -> Spark exactly."""
+    from pyspark.sql import functions as F
+
+    path = corpus_dir / CORPUS_FILE
+    specs = specs_from_events(read_events(path))
+    df = spark.read.format("binlake").load(str(path)).where("op = 'insert'").persist()
+    checked = 0
+    for rec_table, spec in specs.items():
+        records = [r for r in iter_changes(read_events(path))
+                   if r.op == "insert" and (r.schema, r.table) == rec_table]
+        if not records:
+            continue
+        js = image_schema(spec, spec.names)
+        parsed = df.where((F.col("schema") == spec.schema) & (F.col("table") == spec.table))
+        parsed = parsed.select("seq", F.from_json("after", js).alias("a"))
+        typed = parsed.select("seq", *[typed_value(F.col("a").getField(c.name), c).alias(c.name)
+                                       for c in spec.columns])
+        rows = typed.orderBy("seq").collect()
+        assert len(rows) == len(records)
+        for row, rec in zip(rows, records):
+            assert rec.after is not None
+            for c in spec.columns:
+                assert _spark_value(c, row[c.name]) == _expected(c, rec.after[c.name]), (
+                    spec.table, c.name, rec.after[c.name])
+            checked += 1
+    df.unpersist()
+    assert checked >= 20
+
+
+def test_zero_dates_policies(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    spec = TableSpec("s", "t", (ColumnSpec("d", "date"), ColumnSpec("dt", "datetime")))
+    images = ['{"d":"0000-00-00","dt":"2024-02-00 00:00:00"}', '{"d":"2024-02-29","dt":null}']
+    df = spark.createDataFrame([(i,) for i in images], "j string")
+    js = image_schema(spec, spec.names)
+
+    def run(policy: str) -> list[tuple[Any, ...]]:
+        cols = [typed_value(F.from_json("j", js).getField(c.name), c, policy).alias(c.name)
+                for c in spec.columns]
+        return [tuple(r) for r in df.select(*cols).collect()]
+
+    assert run("null") == [(None, None), (dt.date(2024, 2, 29), None)]
+    assert run("string") == [("0000-00-00", "2024-02-00 00:00:00"), ("2024-02-29", None)]
+    with pytest.raises(Exception):
+        run("error")
