@@ -1,0 +1,698 @@
+"""`spark.readStream.format("binlake")`: a live MySQL/MariaDB primary as a Spark stream.
+
+Why it is shaped like this (measured facts in shared/research/spark.md §2-3):
+
+* **Offsets are binlog positions between transactions** (`Position.to_json()`: file, pos and,
+  when known, the GTID state/set before it). A micro-batch is the half-open byte range
+  `[start, end)` of the primary's binlog, so it never holds half a transaction, and Spark's
+  offset log makes a replayed batch read exactly the same range again.
+* **The driver finds the ends.** `latestOffset` walks the new binlog once over a non-blocking
+  dump (`_scan`): it finds every transaction boundary up to the primary's current end, counts
+  records (only with `maxRowsPerTrigger`: rows are decoded then) and binlog bytes, and cuts at
+  the last boundary inside the read limit (a transaction larger than the limit goes alone).
+  Rows of other tables and, without a row limit, all row images are left undecoded, so the
+  walk costs little more than the transfer. The same walk remembers split points, so a
+  backlog can be read by several executors at once.
+* **Executors read.** `read()` runs on an executor, on an unpickled copy of the reader that
+  never sees driver state: everything it needs travels in the `BinlogRange`. It replays the
+  range with a `BinlogStream` (`stop_at=end`, reconnecting and resuming inside the range after
+  a network failure) and fails unless it stopped exactly at `end`: a purged file, a primary
+  with less binlog (failover) or a range that is not on transaction boundaries stop the query
+  with the position and the recovery in the message; rows are never skipped.
+* `commit(end)` does nothing: the Spark checkpoint owns the offsets; nothing on the primary
+  needs acknowledging (binlog retention is the primary's business: keep it longer than the
+  longest pause of the query).
+
+Options (names are case-insensitive):
+  url                 mysql://user[:password]@host:port[/?ssl_mode=...] (required)
+  password            the password, if not in the URL; else $BINLAKE_PASSWORD
+  tables              'db.table,db2.*' filter (as `binlake stream --tables`)
+  startingPosition    where a new query starts (a restart always uses the checkpoint):
+                      "latest" (default: the primary's current end), "earliest" (first
+                      binlog file, offset 4), FILE:POS, a MariaDB GTID position '0-1-42', a
+                      MySQL GTID set 'uuid:1-42', or an offset as JSON
+  maxRowsPerTrigger   records per micro-batch, cut at transaction boundaries (ReadMaxRows)
+  maxBytesPerTrigger  binlog bytes per micro-batch, cut likewise (ReadMaxBytes)
+  serverIdBase        replica server ids used: base (the driver's walk) and base+1+i for
+                      partition i; two queries on one primary need disjoint ranges
+                      (default 6450000)
+  heartbeat           seconds between the primary's heartbeats while a read waits (default 5)
+  partitionBytes      a range with more binlog bytes than this is split (default 64 MiB)
+  maxPartitions       at most this many partitions per micro-batch (default 8)
+  batchSize           rows per Arrow batch (default 10000)
+
+Rows are in the CDC schema of `arrow.py`; truncate and statement records flow through like
+row changes. There is no schema history yet: names and types come from the TABLE_MAPs, so the
+primary needs binlog_row_metadata=FULL (MariaDB >= 10.5, MySQL >= 8.0.1), and DDL produces no
+'ddl' records (as with `binlake decode`).
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg
+from ..binlog.constants import EventType as E
+from ..binlog.events import (
+    GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
+)
+from ..errors import BinlakeError, ConfigError, ServerError
+from ..replica.position import BoundaryError, Position, TransactionBoundaries
+from ..replica.stream import PositionUnavailable
+from ..replica.url import ServerURL
+from .arrow import file_index
+from .files_source import BinlogFilesDataSource
+
+NAME = "binlake"
+DEFAULT_SERVER_ID_BASE = 6_450_000
+DEFAULT_PARTITION_BYTES = 64 << 20
+DEFAULT_MAX_PARTITIONS = 8
+_ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
+_MARIA_GTID = re.compile(r"^\s*\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*\s*$")
+_MYSQL_GTID = re.compile(r"^\s*[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                         r"[0-9a-fA-F]{12}:")
+_RECOVERY = ("the changes after it are no longer on this server: re-snapshot the tables, then "
+             "start the query with a new checkpoint location and startingPosition at the "
+             "snapshot's position; keep binlog retention (binlog_expire_logs_seconds) longer "
+             "than the longest pause of the query")
+
+
+class OffsetUnavailable(PositionUnavailable):
+    """A Spark offset the primary cannot serve (purged, or a server with less binlog)."""
+
+
+class RangeIncomplete(BinlakeError):
+    """A micro-batch range could not be read to its end: fail rather than deliver less."""
+
+
+Key = tuple[int, int]
+
+
+def offset_key(file: str | None, pos: int) -> Key:
+    """Binlog order of a position: (file number, offset)."""
+    return (file_index(file), pos)
+
+
+def position_of(offset: dict[str, Any]) -> Position:
+    """A Spark offset (dict from the checkpoint) back to a Position; anything else is an error."""
+    p = Position.from_json(offset)
+    if p.file is None or p.rows_done:
+        raise ConfigError(f"invalid binlake offset {json.dumps(offset)}: an offset names a binlog "
+                          "file and a transaction boundary")
+    return p
+
+
+def offset_of(p: Position) -> dict[str, Any]:
+    return p.to_json()
+
+
+# -- options ----------------------------------------------------------------------------------
+
+def _int_option(options: Any, name: str, default: int | None, minimum: int = 1) -> int | None:
+    raw = options.get(name)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise ConfigError(f"binlake option {name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise ConfigError(f"binlake option {name}={raw!r} must be at least {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class StreamSourceOptions:
+    """Parsed, validated options; plain values only (the reader is pickled to executors)."""
+
+    url: ServerURL
+    tables: str | None = None
+    starting: str = "latest"
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    server_id_base: int = DEFAULT_SERVER_ID_BASE
+    heartbeat: float = 5.0
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
+    batch_size: int = 10_000
+
+    @classmethod
+    def parse(cls, options: Any) -> "StreamSourceOptions":
+        # `options` is Spark's CaseInsensitiveDict: use .get, never dict() (lower-cases keys).
+        raw_url = options.get("url")
+        if not raw_url:
+            raise ConfigError('binlake stream: give the primary with .option("url", '
+                              '"mysql://user@host:3306")')
+        url = ServerURL.parse(raw_url)
+        if options.get("password") is not None:
+            url = url.with_password(options.get("password"))
+        try:
+            heartbeat = float(options.get("heartbeat", "5"))
+        except ValueError:
+            raise ConfigError(f"binlake option heartbeat={options.get('heartbeat')!r} is not a "
+                              "number of seconds") from None
+        if not 0.01 <= heartbeat <= 4294967:
+            raise ConfigError("binlake option heartbeat must be between 0.01 and 4294967 seconds")
+        base = _int_option(options, "serverIdBase", DEFAULT_SERVER_ID_BASE)
+        max_partitions = _int_option(options, "maxPartitions", DEFAULT_MAX_PARTITIONS)
+        assert base is not None and max_partitions is not None
+        if base + max_partitions >= 1 << 32:
+            raise ConfigError("binlake option serverIdBase + maxPartitions must fit 32 bits")
+        tables = options.get("tables") or None
+        if tables is not None:
+            from ..changes import table_filter
+
+            table_filter(tables)  # a bad pattern fails at planning, not on an executor
+        return cls(
+            url=url, tables=tables,
+            starting=str(options.get("startingPosition") or "latest").strip(),
+            max_rows=_int_option(options, "maxRowsPerTrigger", None),
+            max_bytes=_int_option(options, "maxBytesPerTrigger", None),
+            server_id_base=base, heartbeat=heartbeat,
+            partition_bytes=_int_option(options, "partitionBytes", DEFAULT_PARTITION_BYTES) or 0,
+            max_partitions=max_partitions,
+            batch_size=_int_option(options, "batchSize", 10_000) or 10_000,
+        )
+
+    def table_filter(self) -> Callable[[str, str], bool] | None:
+        from ..changes import table_filter
+
+        return table_filter(self.tables)
+
+
+# -- partitions -------------------------------------------------------------------------------
+
+class BinlogRange(InputPartition):
+    """`[start, end)` of the primary's binlog for one task (plain attributes: it is pickled)."""
+
+    def __init__(self, index: int, start_file: str, start_pos: int, end_file: str, end_pos: int,
+                 server_id: int) -> None:
+        super().__init__(index)
+        self.index = index
+        self.start_file = start_file
+        self.start_pos = start_pos
+        self.end_file = end_file
+        self.end_pos = end_pos
+        self.server_id = server_id
+
+    def __repr__(self) -> str:
+        return (f"BinlogRange({self.index}: {self.start_file}:{self.start_pos} -> "
+                f"{self.end_file}:{self.end_pos}, server_id {self.server_id})")
+
+
+# -- talking to the primary (driver side) -----------------------------------------------------
+
+def _connect(url: ServerURL, read_timeout: float | None = None) -> Any:
+    from ..replica.connection import MySQLConnection
+
+    return MySQLConnection.connect(url.host, url.port, url.user, url.password,
+                                   read_timeout=read_timeout, **url.connect_kwargs())
+
+
+def _current_end(url: ServerURL, conn: Any) -> Position:
+    """The primary's binlog end with its GTID position (same statement as `binlake stream`)."""
+    from ..replica.stream import BinlogStream
+
+    f, p, g = BinlogStream(url).current_end(conn)
+    if conn.flavor == "mariadb":
+        return Position(f, p, gtid_state=g)
+    return Position(f, p, gtid_set=g or None)  # an empty Executed_Gtid_Set: GTIDs are off
+
+
+def _binary_logs(conn: Any) -> list[tuple[str, int]] | None:
+    """SHOW BINARY LOGS as (name, size); None without the privilege to ask."""
+    try:
+        return [(str(r[0]), int(r[1])) for r in conn.query("SHOW BINARY LOGS").rows]
+    except ServerError:
+        return None
+
+
+def _check_on_server(url: ServerURL, conn: Any, p: Position, what: str) -> None:
+    """Refuse a position whose file the primary no longer (or never) had, or that lies past the
+    end of its file: the dump would fail late or wait for bytes that never come."""
+    logs = _binary_logs(conn)
+    if logs is None or p.file is None:
+        return
+    sizes = dict(logs)
+    span = f"its binlogs run from {logs[0][0]} to {logs[-1][0]}" if logs else "it has no binlogs"
+    if p.file not in sizes:
+        if logs and file_index(p.file) < file_index(logs[0][0]):
+            why = f"{p.file} was purged ({span})"
+        else:
+            why = f"it has no binlog {p.file} ({span}; a failover to a server with less binlog?)"
+        raise OffsetUnavailable(f"the primary {url} cannot serve the {what} {p.file}:{p.pos}: {why}",
+                                hint=_RECOVERY)
+    if p.pos > sizes[p.file]:
+        raise OffsetUnavailable(
+            f"the primary {url} cannot serve the {what} {p.file}:{p.pos}: {p.file} has only "
+            f"{sizes[p.file]} bytes ({span}; a failover to a server with less binlog?)",
+            hint=_RECOVERY)
+
+
+def _maria_gtid_at(conn: Any, file: str, pos: int) -> str | None:
+    name = file.replace("\\", "\\\\").replace("'", "\\'")
+    try:
+        value = conn.query(f"SELECT BINLOG_GTID_POS('{name}', {int(pos)})").rows[0][0]
+    except ServerError:
+        return None
+    return None if value is None else str(value)
+
+
+class _Dump:
+    """A short non-blocking binlog dump for the driver: the primary sends what it has, then EOF.
+
+    Separate from `BinlogStream` because the driver wants every event's position and size with
+    row images left undecoded, which a change stream does not expose.
+    """
+
+    def __init__(self, url: ServerURL, server_id: int, heartbeat: float, *,
+                 start: Position | None = None, gtid_state: str | None = None,
+                 gtid_set: str | None = None,
+                 table_filter: Callable[[str, str], bool] | None = None) -> None:
+        from ..binlog.decoder import BinlogDecoder
+        from ..gtid import MySQLGtidSet
+        from ..replica import dialogue as dlg
+
+        self.url = url
+        self.conn = conn = _connect(url)
+        try:
+            checksum = conn.query("SELECT @@global.binlog_checksum").rows[0][0] or "NONE"
+            for stmt in dlg.setup_statements(conn.flavor, conn.server_version, checksum=checksum,
+                                             heartbeat_period=heartbeat,
+                                             replica_uuid=str(uuid.uuid4()), semi_sync=False,
+                                             gtid_state=gtid_state):
+                conn.execute(stmt)
+            conn.command(dlg.COM_REGISTER_SLAVE,
+                         dlg.register_slave_payload(server_id, "binlake-spark", port=0))
+            if gtid_set is not None:
+                conn.send_command(dlg.COM_BINLOG_DUMP_GTID, dlg.binlog_dump_gtid_payload(
+                    MySQLGtidSet(gtid_set).encode_for_dump(), server_id, True))
+            elif gtid_state is not None:
+                conn.send_command(dlg.COM_BINLOG_DUMP, dlg.binlog_dump_payload("", 4, server_id, True))
+            else:
+                assert start is not None and start.file is not None
+                conn.send_command(dlg.COM_BINLOG_DUMP,
+                                  dlg.binlog_dump_payload(start.file, start.pos, server_id, True))
+            conn.read_timeout = max(10.0, heartbeat * 3)
+        except BaseException:
+            conn.close()
+            raise
+        self.decoder = BinlogDecoder(
+            checksum=ChecksumAlg.CRC32 if str(checksum).upper() == "CRC32" else ChecksumAlg.OFF,
+            table_filter=table_filter)
+        self.decoder.file = start.file if start is not None else None
+
+    def packets(self) -> Iterator[tuple[memoryview, int, int, int]]:
+        """(event bytes, type code, log_pos, flags) per event until the primary's end; the
+        bytes are valid until the next packet is read (decode or drop them at once)."""
+        from ..replica import dialogue as dlg
+
+        conn = self.conn
+        while True:
+            pkt = conn.read_packet()
+            sp = dlg.parse_stream_packet(pkt, False)
+            if sp.kind == "eof":
+                conn.end_raw()
+                return
+            raw = sp.event
+            assert raw is not None
+            yield (raw, raw[4], int.from_bytes(raw[13:17], "little"),
+                   int.from_bytes(raw[17:19], "little"))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class ScanResult:
+    """What the driver learned about `[start, cap)`."""
+
+    end: Position | None = None
+    """The last admitted transaction boundary (None: no whole transaction in the range)."""
+    rows: int = 0
+    """Records up to `end` (counted only when asked for)."""
+    bytes: int = 0
+    transactions: int = 0
+    splits: list[tuple[str, int]] = field(default_factory=list)
+    """Boundaries inside (start, end) about `split_bytes` apart: where partitions may start."""
+
+
+_SKIPPABLE = frozenset({*ROWS_EVENT_TYPES, E.TABLE_MAP, E.MARIADB_ANNOTATE_ROWS, E.ROWS_QUERY})
+"""Events that never end a transaction they are inside of."""
+
+
+def _reject_all(schema: str, table: str) -> bool:
+    return False
+
+
+def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat: float,
+         tables: Callable[[str, str], bool] | None = None, count_rows: bool = False,
+         max_rows: int | None = None, max_bytes: int | None = None,
+         split_bytes: int = 0) -> ScanResult:
+    """Walk the binlog from `start` (a boundary) to `cap` (the primary's end as read before):
+    transaction boundaries, the records and bytes before each, and the cut for the limits.
+
+    Boundaries are those `BinlogStream` has (same `TransactionBoundaries`, end offset of the
+    closing event in the file the dump is in), so `stop_at` on an executor stops exactly there.
+    """
+    from ..changes import ChangeTracker
+    from ..gtid import MariaGtidState, MySQLGtidSet
+    from ..replica import dialogue as dlg
+
+    if count_rows:
+        decode_filter = tables  # rows of other tables stay undecoded
+    else:
+        decode_filter = _reject_all  # no row image is decoded at all
+    tracker = ChangeTracker(tables)
+    tx = TransactionBoundaries()
+    result = ScanResult()
+    gstate = MariaGtidState(start.gtid_state) if start.gtid_state is not None else None
+    gset = MySQLGtidSet(start.gtid_set) if start.gtid_set is not None else None
+    rows = nbytes = 0
+    last_split = 0
+    try:
+        dump = _Dump(url, server_id, heartbeat, start=start, table_filter=decode_filter)
+    except ServerError as exc:
+        raise _unavailable(url, start, exc) from None
+    dec = dump.decoder
+    file_key: tuple[str | None, int] = (None, 0)
+    try:
+        for raw, code, log_pos, flags in dump.packets():
+            real = log_pos != 0 and not flags & _ARTIFICIAL
+            if real:
+                nbytes += len(raw)
+            if not count_rows and tx.in_tx and code in _SKIPPABLE:
+                # Inside a transaction opened by GTID/BEGIN, row images and table maps cannot
+                # end it: only their bytes matter here (executors decode and verify them).
+                continue
+            for ev in dec.decode_event(raw):
+                if isinstance(ev, HeartbeatEvent):
+                    continue
+                if isinstance(ev, RotateEvent):
+                    if not (ev.header.flags & _ARTIFICIAL or ev.header.log_pos == 0) and tx.in_tx:
+                        raise BoundaryError(f"{ev.file}:{ev.offset}: the binlog rotates inside "
+                                            f"transaction {tx.gtid or ''}".rstrip())
+                    continue
+                if count_rows:
+                    if isinstance(ev, RowsEvent):
+                        rows += len(ev.rows)
+                    elif isinstance(ev, QueryEvent):
+                        rows += len(tracker.records(ev))
+                if not tx.observe(ev):
+                    continue
+                # A transaction ends here: a boundary.
+                pos = ev.end or log_pos
+                if offset_key(dec.file, pos) > cap:
+                    return result  # written after the cap: not ours
+                gtid = tx.ended_gtid
+                if gtid is not None:  # as BinlogStream tracks it
+                    if gstate is not None and dump.conn.flavor == "mariadb":
+                        gstate = gstate.update(gtid)
+                    elif gset is not None:
+                        gset = gset.add_gtid(gtid)
+                over = ((max_rows is not None and rows > max_rows)
+                        or (max_bytes is not None and nbytes > max_bytes))
+                if over and result.end is not None:
+                    return result  # the limit: cut before this transaction
+                if result.end is not None and split_bytes and result.bytes - last_split >= split_bytes:
+                    result.splits.append((result.end.file or "", result.end.pos))
+                    last_split = result.bytes
+                result.end = Position(dec.file, pos,
+                                      gtid_set=str(gset) if gset is not None else None,
+                                      gtid_state=str(gstate) if gstate is not None else None)
+                result.rows, result.bytes = rows, nbytes
+                result.transactions += 1
+                if over or (max_rows is not None and rows >= max_rows) or \
+                        (max_bytes is not None and nbytes >= max_bytes):
+                    return result  # full (a transaction larger than the limit goes alone)
+            if real and not tx.in_tx:
+                if file_key[0] != dec.file:
+                    file_key = (dec.file, file_index(dec.file))
+                if (file_key[1], log_pos) >= cap:
+                    return result  # reached the end as read before the walk
+    except ServerError as exc:
+        if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+            raise _unavailable(url, start, exc) from None
+        raise
+    finally:
+        dump.close()
+    return result
+
+
+def _unavailable(url: ServerURL, p: Position, exc: ServerError) -> OffsetUnavailable:
+    return OffsetUnavailable(f"the primary {url} cannot stream from the offset {p.file}:{p.pos}: "
+                             f"{exc.server_message} (error {exc.code})", code=exc.code,
+                             hint=_RECOVERY)
+
+
+# -- the data source --------------------------------------------------------------------------
+
+class BinlakeDataSource(BinlogFilesDataSource):
+    """`format("binlake")`: binlog files with `spark.read` (the files source), a live primary
+    with `spark.readStream` (this module); one name, one CDC schema."""
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return BinlogStreamReader(self.options)
+
+
+class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets, limits and partitions on the driver; `read()` on executors."""
+
+    def __init__(self, options: Any) -> None:
+        # No connection here: the reader is pickled (planner -> executors).
+        self.opts = StreamSourceOptions.parse(options)
+        self._initial: dict[str, Any] | None = None
+        self._target: Key | None = None
+        self._last_scan: tuple[Key, ScanResult] | None = None
+
+    # -- offsets ---------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        """startingPosition, resolved once per run (Spark asks more than once; 'latest' must
+        not move in between)."""
+        if self._initial is None:
+            self._initial = offset_of(self._resolve_start(self.opts.starting))
+        return self._initial
+
+    def _resolve_start(self, text: str) -> Position:
+        url = self.opts.url
+        conn = _connect(url)
+        try:
+            low = text.lower()
+            if low == "latest":
+                return _current_end(url, conn)
+            if low == "earliest":
+                logs = _binary_logs(conn)
+                if not logs:
+                    raise ConfigError(f"startingPosition=earliest: cannot list the binlogs of {url}",
+                                      hint="grant BINLOG MONITOR / REPLICATION CLIENT, or give FILE:POS")
+                first = logs[0][0]
+                gtid = _maria_gtid_at(conn, first, 4) if conn.flavor == "mariadb" else None
+                return Position(first, 4, gtid_state=gtid)
+            if text.startswith("{"):
+                try:
+                    p = position_of(json.loads(text))
+                except ValueError:
+                    raise ConfigError(f"startingPosition {text!r} is not valid JSON") from None
+                _check_on_server(url, conn, p, "starting position")
+                return p
+            if _MARIA_GTID.match(text) or _MYSQL_GTID.match(text):
+                return self._gtid_start(conn, text)
+            p = Position.parse_start(text)
+            _check_on_server(url, conn, p, "starting position")
+            if conn.flavor == "mariadb" and p.file is not None:
+                gtid = _maria_gtid_at(conn, p.file, p.pos)
+                if gtid is not None:
+                    p = Position(p.file, p.pos, gtid_state=gtid)
+            return p
+        finally:
+            conn.close()
+
+    def _gtid_start(self, conn: Any, text: str) -> Position:
+        """A GTID position -> the file:pos where the first transaction after it starts: a GTID
+        dump from there; its first GTID event is that place (the primary's end if none)."""
+        from ..gtid import MariaGtidState, MySQLGtidSet
+
+        url = self.opts.url
+        end = _current_end(url, conn)  # before the dump: anything later shows up in it
+        mariadb = conn.flavor == "mariadb"
+        if mariadb != bool(_MARIA_GTID.match(text)):
+            kind = "MariaDB" if mariadb else "MySQL"
+            raise ConfigError(f"startingPosition {text!r} is not a {kind} GTID position, and "
+                              f"{url} is {kind}")
+        state = MariaGtidState(text) if mariadb else None
+        gset = None if mariadb else MySQLGtidSet(text)
+        try:
+            dump = _Dump(url, self.opts.server_id_base, self.opts.heartbeat,
+                         gtid_state=str(state) if state is not None else None,
+                         gtid_set=str(gset) if gset is not None else None,
+                         table_filter=_reject_all)
+        except ServerError as exc:
+            raise OffsetUnavailable(f"the primary {url} cannot stream from GTID position {text}: "
+                                    f"{exc.server_message} (error {exc.code})", hint=_RECOVERY) from None
+        try:
+            for raw, _code, log_pos, flags in dump.packets():
+                events = dump.decoder.decode_event(raw)
+                if log_pos == 0 or flags & _ARTIFICIAL:
+                    continue
+                for ev in events:
+                    if isinstance(ev, MariaGtidEvent) and state is not None:
+                        if state.contains(ev.gtid):
+                            raise BinlakeError(f"the primary sent {ev.gtid}, which the start "
+                                               f"position {text} already holds")
+                        return Position(dump.decoder.file, ev.offset, gtid_state=str(state))
+                    if isinstance(ev, GtidEvent) and gset is not None:
+                        if ev.gtid is not None and gset.contains(ev.gtid):
+                            raise BinlakeError(f"the primary sent {ev.gtid}, which the start "
+                                               f"position {text} already holds")
+                        return Position(dump.decoder.file, ev.offset, gtid_set=str(gset))
+        except ServerError as exc:
+            raise OffsetUnavailable(f"the primary {url} cannot stream from GTID position {text}: "
+                                    f"{exc.server_message} (error {exc.code})", hint=_RECOVERY) from None
+        finally:
+            dump.close()
+        return end
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """availableNow: the primary's end now is the last offset this run may return."""
+        conn = _connect(self.opts.url)
+        try:
+            end = _current_end(self.opts.url, conn)
+        finally:
+            conn.close()
+        self._target = offset_key(end.file, end.pos)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_rows is not None:
+            return ReadMaxRows(self.opts.max_rows)
+        if self.opts.max_bytes is not None:
+            return ReadMaxBytes(self.opts.max_bytes)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The last transaction boundary within the limit, up to the primary's end (or the
+        availableNow target); `start` itself when there is no whole new transaction."""
+        s = position_of(start)
+        if isinstance(limit, ReadAllAvailable):
+            max_rows = max_bytes = None
+        elif isinstance(limit, (ReadMaxRows, ReadMaxBytes)):
+            # Spark passes one limit type; the options may set both: respect both.
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.opts.max_rows
+            max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.opts.max_bytes
+        else:
+            raise ConfigError(f"binlake stream: read limit {limit!r} is not supported",
+                              hint="use maxRowsPerTrigger or maxBytesPerTrigger")
+        url = self.opts.url
+        conn = _connect(url)
+        try:
+            end = _current_end(url, conn)
+            cap = offset_key(end.file, end.pos)
+            if self._target is not None:
+                cap = min(cap, self._target)
+            skey = offset_key(s.file, s.pos)
+            if cap == skey:
+                return start
+            _check_on_server(url, conn, s, "checkpointed offset")
+            if cap < skey:
+                if self._target is not None and self._target < skey:
+                    return start  # the run started past its target: nothing to do
+                raise OffsetUnavailable(
+                    f"the primary {url} ends at {end.file}:{end.pos}, before the checkpointed "
+                    f"offset {s.file}:{s.pos} (a failover to a server with less binlog?)",
+                    hint=_RECOVERY)
+        finally:
+            conn.close()
+        result = scan(url, s, cap, server_id=self.opts.server_id_base,
+                      heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
+                      count_rows=max_rows is not None, max_rows=max_rows, max_bytes=max_bytes,
+                      split_bytes=self.opts.partition_bytes)
+        if result.end is None:
+            return start
+        self._last_scan = (skey, result)
+        return offset_of(result.end)
+
+    # -- planning --------------------------------------------------------------------------
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """One range in steady state; a big backlog split at transaction boundaries (from the
+        walk that found `end`, else a fresh one) so executors read it in parallel."""
+        s, e = position_of(start), position_of(end)
+        skey, ekey = offset_key(s.file, s.pos), offset_key(e.file, e.pos)
+        if skey >= ekey:
+            return []
+        splits: list[tuple[str, int]] = []
+        pb = self.opts.partition_bytes
+        small = s.file == e.file and e.pos - s.pos <= pb
+        if pb and self.opts.max_partitions > 1 and not small:
+            cached = self._last_scan
+            if cached is not None and cached[0] == skey and cached[1].end is not None and \
+                    offset_key(cached[1].end.file, cached[1].end.pos) == ekey:
+                splits = cached[1].splits
+            else:  # a batch replayed from the offset log after a restart
+                splits = scan(self.opts.url, s, ekey, server_id=self.opts.server_id_base,
+                              heartbeat=self.opts.heartbeat, split_bytes=pb).splits
+            splits = [x for x in splits if skey < offset_key(*x) < ekey]
+            splits = _thin(splits, self.opts.max_partitions - 1)
+        points = [(s.file or "", s.pos), *splits, (e.file or "", e.pos)]
+        base = self.opts.server_id_base + 1
+        return [BinlogRange(i, a[0], a[1], b[0], b[1], base + i)
+                for i, (a, b) in enumerate(zip(points, points[1:]))]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: the Spark checkpoint owns the offsets and the primary needs no
+        acknowledgement (and Spark calls this late, or never for the last batch of a run)."""
+
+    # -- executors -------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Replay exactly `[start, end)` as CDC Arrow batches; fail unless `end` is reached."""
+        from ..replica.stream import BinlogStream, StreamOptions
+        from .arrow import CdcBatchBuilder
+
+        assert isinstance(partition, BinlogRange)
+        p = partition
+        opts = StreamOptions(server_id=p.server_id, start=Position(p.start_file, p.start_pos),
+                             until_end=True, stop_at=(p.end_file, p.end_pos),
+                             heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
+                             max_reconnects=5, hostname="binlake-spark")
+        stream = BinlogStream(self.opts.url, opts)
+        builder = CdcBatchBuilder()
+        size = self.opts.batch_size
+        where = f"{p.start_file}:{p.start_pos} -> {p.end_file}:{p.end_pos}"
+        try:
+            for rec in stream.changes():
+                builder.add(rec)
+                if len(builder) >= size:
+                    yield builder.flush()
+        except PositionUnavailable as exc:
+            raise OffsetUnavailable(f"binlake stream range {where}: {exc.args[0]}",
+                                    code=exc.code, hint=_RECOVERY) from None
+        except BinlakeError as exc:
+            raise RangeIncomplete(f"binlake stream range {where} failed at {stream.position}: {exc}") from None
+        finally:
+            stream.close()
+        got = stream.position
+        if (got.file, got.pos) != (p.end_file, p.end_pos) or got.rows_done:
+            raise RangeIncomplete(
+                f"binlake stream range {where} stopped at {got}, not at its end: the primary "
+                f"{self.opts.url} has less binlog than the offset log says",
+                hint="a failover to a server with less binlog, or a binlog cut by a crash; "
+                     + _RECOVERY)
+        if len(builder):
+            yield builder.flush()
+
+
+def _thin(points: list[tuple[str, int]], n: int) -> list[tuple[str, int]]:
+    """At most n split points, evenly picked (keeps partitions balanced in bytes)."""
+    if len(points) <= n:
+        return points
+    if n <= 0:
+        return []
+    step = (len(points) + 1) / (n + 1)
+    return [points[int(round(step * (i + 1))) - 1] for i in range(n)]
