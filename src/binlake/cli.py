@@ -162,8 +162,10 @@ def _register_commands() -> None:
     from .bench.cli import bench
     from .replica.cli import stream
     from .serve.cli import serve
+    from .spark.cli import sync
 
     main.add_command(stream)
+    main.add_command(sync)
     main.add_command(serve)
     main.add_command(bench)
 

@@ -359,6 +359,7 @@ class BinlogStream:
         end = self.end_position
         stop_at = self.options.stop_at
         if end is not None and self._reached(end):
+            self._check_stop_at()
             return
         while True:
             pkt = self._read(conn)
@@ -395,6 +396,7 @@ class BinlogStream:
                     self._ack(conn, dec, last)
             if (end is not None and not self._tx.in_tx and self._reached(end)) or \
                     (stop_at is not None and not self._tx.in_tx and self._reached(stop_at)):
+                self._check_stop_at()
                 return
 
     def _position_error(self, exc: ServerError) -> PositionUnavailable:
@@ -433,6 +435,13 @@ class BinlogStream:
                 f"the primary {self.url} cannot stream from {self._where(pos)}: {pos.file} has "
                 f"only {size} bytes (its binlogs run from {logs[0][0]} to {logs[-1][0]})",
                 hint=_POSITION_HINT)
+
+    def _check_stop_at(self) -> None:
+        """Ending before the requested stop position is an error, never a short range."""
+        stop_at = self.options.stop_at
+        if stop_at is not None and not self._reached(stop_at):
+            raise BinlakeError(f"the stream ended at {self.position} before {stop_at[0]}:{stop_at[1]}",
+                               hint="the primary has less binlog than the requested range")
 
     def _reached(self, target: tuple[str, int]) -> bool:
         b = self._boundary

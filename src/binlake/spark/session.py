@@ -74,11 +74,10 @@ def build_session(app_name: str = "binlake", *, master: str = "local[*]",
 
 
 def register_sources(spark: "SparkSession") -> None:
-    """Make `format("binlake")` available: files with `spark.read`, and a live primary with
-    `spark.readStream` when the streaming source (stream_source.py) is installed."""
-    try:
-        from .stream_source import BinlakeDataSource as source
-    except ImportError:
-        from .files_source import BinlogFilesDataSource as source
+    """Make `format("binlake")` (binlog files with `spark.read`, a live primary with
+    `spark.readStream`) and `format("binlake-snapshot")` (the initial snapshot) available."""
+    from .snapshot import SnapshotDataSource
+    from .stream_source import BinlakeDataSource
 
-    spark.dataSource.register(source)
+    spark.dataSource.register(BinlakeDataSource)
+    spark.dataSource.register(SnapshotDataSource)

@@ -7,8 +7,9 @@ Why it is shaped like this (measured facts in shared/research/spark.md §2-3):
   `[start, end)` of the primary's binlog, so it never holds half a transaction, and Spark's
   offset log makes a replayed batch read exactly the same range again.
 * **The driver finds the ends.** `latestOffset` walks the new binlog once over a non-blocking
-  dump (`_scan`): it finds every transaction boundary up to the primary's current end, counts
-  records (only with `maxRowsPerTrigger`: rows are decoded then) and binlog bytes, and cuts at
+  dump (`scan`): it finds every transaction boundary up to the primary's current end, counts
+  records (only with `maxRowsPerTrigger`: rows are decoded then, which costs about as much as
+  reading them; `maxBytesPerTrigger` needs no decoding) and binlog bytes, and cuts at
   the last boundary inside the read limit (a transaction larger than the limit goes alone).
   Rows of other tables and, without a row limit, all row images are left undecoded, so the
   walk costs little more than the transfer. The same walk remembers split points, so a
@@ -29,8 +30,10 @@ Options (names are case-insensitive):
   tables              'db.table,db2.*' filter (as `binlake stream --tables`)
   startingPosition    where a new query starts (a restart always uses the checkpoint):
                       "latest" (default: the primary's current end), "earliest" (first
-                      binlog file, offset 4), FILE:POS, a MariaDB GTID position '0-1-42', a
-                      MySQL GTID set 'uuid:1-42', or an offset as JSON
+                      binlog file, offset 4), FILE:POS, an offset as JSON, or GTIDs (MariaDB
+                      '0-1-42', MySQL 'uuid:1-42'): the place of the first transaction they
+                      lack; refused when no single offset is that place (domains interleaved
+                      so that a later transaction is held) or a domain is unknown there
   maxRowsPerTrigger   records per micro-batch, cut at transaction boundaries (ReadMaxRows)
   maxBytesPerTrigger  binlog bytes per micro-batch, cut likewise (ReadMaxBytes)
   serverIdBase        replica server ids used: base (the driver's walk) and base+1+i for
@@ -178,7 +181,8 @@ class StreamSourceOptions:
             max_rows=_int_option(options, "maxRowsPerTrigger", None),
             max_bytes=_int_option(options, "maxBytesPerTrigger", None),
             server_id_base=base, heartbeat=heartbeat,
-            partition_bytes=_int_option(options, "partitionBytes", DEFAULT_PARTITION_BYTES) or 0,
+            partition_bytes=_int_option(options, "partitionBytes", DEFAULT_PARTITION_BYTES)
+            or DEFAULT_PARTITION_BYTES,
             max_partitions=max_partitions,
             batch_size=_int_option(options, "batchSize", 10_000) or 10_000,
         )
@@ -226,6 +230,19 @@ def _current_end(url: ServerURL, conn: Any) -> Position:
     if conn.flavor == "mariadb":
         return Position(f, p, gtid_state=g)
     return Position(f, p, gtid_set=g or None)  # an empty Executed_Gtid_Set: GTIDs are off
+
+
+def _end_key(url: ServerURL, conn: Any) -> tuple[str, int]:
+    """The primary's binlog end as file:pos only (no GTID: on MariaDB that costs a scan of the
+    current binlog file, and a cap needs none)."""
+    from ..replica import dialogue as dlg
+
+    mysql84 = conn.flavor == "mysql" and dlg.version_tuple(conn.server_version) >= (8, 4, 0)
+    rows = conn.query("SHOW BINARY LOG STATUS" if mysql84 else "SHOW MASTER STATUS").rows
+    if not rows:
+        raise ConfigError(f"{url} has binary logging disabled",
+                          hint="start the server with log_bin and binlog_format=ROW")
+    return str(rows[0][0]), int(rows[0][1])
 
 
 def _binary_logs(conn: Any) -> list[tuple[str, int]] | None:
@@ -350,8 +367,16 @@ _SKIPPABLE = frozenset({*ROWS_EVENT_TYPES, E.TABLE_MAP, E.MARIADB_ANNOTATE_ROWS,
 """Events that never end a transaction they are inside of."""
 
 
+_GTID_EVENTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
+
+
 def _reject_all(schema: str, table: str) -> bool:
     return False
+
+
+def _holds(state: Any, gset: Any, gtid: str) -> bool:
+    """Whether a MariaDB GTID state / MySQL GTID set already covers `gtid`."""
+    return bool(state.contains(gtid) if state is not None else gset.contains(gtid))
 
 
 def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat: float,
@@ -379,6 +404,7 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
     gset = MySQLGtidSet(start.gtid_set) if start.gtid_set is not None else None
     rows = nbytes = 0
     last_split = 0
+    end_gtids: tuple[Any, Any] = (None, None)
     try:
         dump = _Dump(url, server_id, heartbeat, start=start, table_filter=decode_filter)
     except ServerError as exc:
@@ -390,7 +416,7 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
             real = log_pos != 0 and not flags & _ARTIFICIAL
             if real:
                 nbytes += len(raw)
-            if not count_rows and tx.in_tx and code in _SKIPPABLE:
+            if not count_rows and tx.in_tx and not tx.implicit_rows and code in _SKIPPABLE:
                 # Inside a transaction opened by GTID/BEGIN, row images and table maps cannot
                 # end it: only their bytes matter here (executors decode and verify them).
                 continue
@@ -426,9 +452,8 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
                 if result.end is not None and split_bytes and result.bytes - last_split >= split_bytes:
                     result.splits.append((result.end.file or "", result.end.pos))
                     last_split = result.bytes
-                result.end = Position(dec.file, pos,
-                                      gtid_set=str(gset) if gset is not None else None,
-                                      gtid_state=str(gstate) if gstate is not None else None)
+                result.end = Position(dec.file, pos)  # GTIDs added once, at the end
+                end_gtids = (gset, gstate)
                 result.rows, result.bytes = rows, nbytes
                 result.transactions += 1
                 if over or (max_rows is not None and rows >= max_rows) or \
@@ -445,6 +470,11 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
         raise
     finally:
         dump.close()
+        if result.end is not None:
+            eset, estate = end_gtids
+            result.end = Position(result.end.file, result.end.pos,
+                                  gtid_set=str(eset) if eset is not None else None,
+                                  gtid_state=str(estate) if estate is not None else None)
     return result
 
 
@@ -473,6 +503,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict[str, Any] | None = None
         self._target: Key | None = None
         self._last_scan: tuple[Key, ScanResult] | None = None
+        self._idle: tuple[Key, Key] | None = None
 
     # -- offsets ---------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -530,6 +561,18 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                               f"{url} is {kind}")
         state = MariaGtidState(text) if mariadb else None
         gset = None if mariadb else MySQLGtidSet(text)
+        if state is not None:
+            # MariaDB streams a domain it never had from its oldest binlog on (as
+            # BinlogStream refuses too): not "after these GTIDs".
+            known = str(conn.query("SELECT @@global.gtid_binlog_state").rows[0][0] or "")
+            have = {int(g.split("-", 1)[0]) for g in known.split(",") if g.strip()}
+            missing = [d for d in state.domains if d not in have]
+            if missing:
+                raise OffsetUnavailable(
+                    f"the primary {url} cannot stream from GTID position {text}: it has no GTIDs "
+                    f"of domain {', '.join(map(str, missing))} (its binlog state is "
+                    f"{known or 'empty'})", hint="name only domains the primary has (SELECT "
+                    "@@gtid_binlog_state), or give FILE:POS")
         try:
             dump = _Dump(url, self.opts.server_id_base, self.opts.heartbeat,
                          gtid_state=str(state) if state is not None else None,
@@ -538,37 +581,66 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except ServerError as exc:
             raise OffsetUnavailable(f"the primary {url} cannot stream from GTID position {text}: "
                                     f"{exc.server_message} (error {exc.code})", hint=_RECOVERY) from None
+        first: Position | None = None
         try:
             for raw, _code, log_pos, flags in dump.packets():
-                events = dump.decoder.decode_event(raw)
+                events = dump.decoder.decode_event(raw)  # fake rotations tell the file
                 if log_pos == 0 or flags & _ARTIFICIAL:
                     continue
                 for ev in events:
-                    if isinstance(ev, MariaGtidEvent) and state is not None:
-                        if state.contains(ev.gtid):
-                            raise BinlakeError(f"the primary sent {ev.gtid}, which the start "
-                                               f"position {text} already holds")
-                        return Position(dump.decoder.file, ev.offset, gtid_state=str(state))
-                    if isinstance(ev, GtidEvent) and gset is not None:
-                        if ev.gtid is not None and gset.contains(ev.gtid):
-                            raise BinlakeError(f"the primary sent {ev.gtid}, which the start "
-                                               f"position {text} already holds")
-                        return Position(dump.decoder.file, ev.offset, gtid_set=str(gset))
+                    gtid = ev.gtid if isinstance(ev, (MariaGtidEvent, GtidEvent)) else None
+                    if gtid is None:
+                        continue
+                    if _holds(state, gset, gtid):
+                        raise BinlakeError(f"the primary sent {gtid}, which the start position "
+                                           f"{text} already holds")
+                    first = Position(dump.decoder.file, ev.offset,
+                                     gtid_state=str(state) if state is not None else None,
+                                     gtid_set=str(gset) if gset is not None else None)
+                    break
+                if first is not None:
+                    break
         except ServerError as exc:
             raise OffsetUnavailable(f"the primary {url} cannot stream from GTID position {text}: "
                                     f"{exc.server_message} (error {exc.code})", hint=_RECOVERY) from None
         finally:
             dump.close()
-        return end
+        if first is None:
+            return end
+        several = len(state.domains) > 1 if state is not None else len(gset.keys()) > 1  # type: ignore[union-attr]
+        if several:
+            self._check_nothing_held_after(first, state, gset, text)
+        return first
+
+    def _check_nothing_held_after(self, first: Position, state: Any, gset: Any, text: str) -> None:
+        """With several domains (source UUIDs) a GTID position need not be one point of the
+        binlog: reading by file offset from `first` must not meet a transaction it holds."""
+        dump = _Dump(self.opts.url, self.opts.server_id_base, self.opts.heartbeat, start=first,
+                     table_filter=_reject_all)
+        try:
+            for raw, code, log_pos, flags in dump.packets():
+                if not (code in _GTID_EVENTS or log_pos == 0 or flags & _ARTIFICIAL):
+                    continue
+                for ev in dump.decoder.decode_event(raw):
+                    gtid = ev.gtid if isinstance(ev, (MariaGtidEvent, GtidEvent)) else None
+                    if gtid is not None and _holds(state, gset, gtid):
+                        raise ConfigError(
+                            f"startingPosition {text}: {gtid} at {dump.decoder.file}:{ev.offset} "
+                            f"comes after {first.file}:{first.pos}, the first transaction the "
+                            "position lacks, yet the position holds it: no single binlog offset "
+                            "starts there without repeating it",
+                            hint="give FILE:POS, or the GTID position of one point of the binlog "
+                                 "(SELECT BINLOG_GTID_POS(file, pos) on MariaDB)")
+        finally:
+            dump.close()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """availableNow: the primary's end now is the last offset this run may return."""
         conn = _connect(self.opts.url)
         try:
-            end = _current_end(self.opts.url, conn)
+            self._target = offset_key(*_end_key(self.opts.url, conn))
         finally:
             conn.close()
-        self._target = offset_key(end.file, end.pos)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_rows is not None:
@@ -593,8 +665,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         url = self.opts.url
         conn = _connect(url)
         try:
-            end = _current_end(url, conn)
-            cap = offset_key(end.file, end.pos)
+            end_file, end_pos = _end_key(url, conn)
+            cap = offset_key(end_file, end_pos)
             if self._target is not None:
                 cap = min(cap, self._target)
             skey = offset_key(s.file, s.pos)
@@ -605,16 +677,19 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if self._target is not None and self._target < skey:
                     return start  # the run started past its target: nothing to do
                 raise OffsetUnavailable(
-                    f"the primary {url} ends at {end.file}:{end.pos}, before the checkpointed "
+                    f"the primary {url} ends at {end_file}:{end_pos}, before the checkpointed "
                     f"offset {s.file}:{s.pos} (a failover to a server with less binlog?)",
                     hint=_RECOVERY)
         finally:
             conn.close()
+        if self._idle == (skey, cap):
+            return start  # walked this before: only non-transaction events (a rotation's)
         result = scan(url, s, cap, server_id=self.opts.server_id_base,
                       heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
                       count_rows=max_rows is not None, max_rows=max_rows, max_bytes=max_bytes,
                       split_bytes=self.opts.partition_bytes)
         if result.end is None:
+            self._idle = (skey, cap)
             return start
         self._last_scan = (skey, result)
         return offset_of(result.end)
