@@ -62,7 +62,7 @@ CDC_DDL = ("op string, schema string, table string, file string, pos bigint, end
            "before string, after string, query string, ddl string")
 """The same schema in Spark's DDL notation (Spark `timestamp` = UTC instant, microseconds)."""
 
-OPS = ("insert", "update", "delete", "truncate", "ddl", "statement")
+OPS = ("insert", "update", "delete", "truncate", "ddl", "statement", "chunk")
 """Every op a CDC row can carry; truncate/ddl/statement rows come from statements (no images)."""
 
 _FILE_INDEX = re.compile(r"\.(\d+)$")

@@ -102,7 +102,10 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
 
     from .snapshot import ROW_OP, read_snapshot
 
-    extra = {"chunkSize": opts.chunk_size} if opts.chunk_size else {}
+    # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
+    extra: dict[str, Any] = {"noKeyPolicy": "error"}
+    if opts.chunk_size:
+        extra["chunkSize"] = opts.chunk_size
     df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
     attempt = len(state.data["attempts"])
     start = f"{wm.stream_start.file}:{wm.stream_start.pos}"
