@@ -163,8 +163,16 @@ def float32_text(v: float) -> float:
     return v
 
 
+def _json_document(text: str) -> Any:
+    import json
+
+    return json_value(json.loads(text))
+
+
 def _formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
     t = c.type
+    if c.is_json:
+        return _json_document  # MariaDB JSON: stored text in Python, a JSON value in output
     if t == T.FLOAT:
         return float32_text
     if t == T.NEWDECIMAL:

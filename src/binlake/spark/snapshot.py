@@ -226,6 +226,8 @@ class SnapshotTable:
     """Key ranges can be expressed in SQL (otherwise one chunk covers the whole table)."""
     signature: tuple[tuple[Any, ...], ...] = ()
     """(name, type, charset) of every column at planning: each chunk checks it is unchanged."""
+    mariadb: bool = False
+    """MariaDB keeps JSON as the text written; MySQL's binlog carries a parsed document."""
 
     @property
     def kinds(self) -> tuple[str | None, ...]:
@@ -295,10 +297,10 @@ def describe_table(cur: Any, schema: str, table: str, key: Sequence[str] | None 
                                 hint='choose a unique NOT NULL key (option "keys") or allow the '
                                      'whole-table read (noKeyPolicy "full")')
         return SnapshotTable(td.schema, td.name, spec, (), False,
-                             column_signature(cur, schema, table))
+                             column_signature(cur, schema, table), _flavor(cur) == "mariadb")
     types = [spec.column(k).type for k in chosen]
     return SnapshotTable(td.schema, td.name, spec, chosen, all(t in _CHUNKABLE for t in types),
-                         column_signature(cur, schema, table))
+                         column_signature(cur, schema, table), _flavor(cur) == "mariadb")
 
 
 def column_signature(cur: Any, schema: str, table: str) -> tuple[tuple[Any, ...], ...]:
@@ -350,7 +352,7 @@ def _temporal(utc: bool) -> Callable[[str], str]:
     return text
 
 
-def _fragment_fn(col: ColumnSpec) -> Callable[[Any], str]:
+def _fragment_fn(col: ColumnSpec, mariadb: bool = False) -> Callable[[Any], str]:
     """Raw SELECT value (not NULL) -> the JSON text arrow.image_encoder writes for the same
     value decoded from the binlog (see there: the two must agree byte for byte)."""
     t = col.type
@@ -371,6 +373,8 @@ def _fragment_fn(col: ColumnSpec) -> Callable[[Any], str]:
     if t == "time":
         return _str
     if t == "json":
+        if mariadb:
+            return _str  # stored text, exactly as the binlog carries it
         return lambda s: _str(_json_text(json.loads(s)))
     if t in BINARY_TYPES:
         return lambda b: '"' + base64.b64encode(b).decode("ascii") + '"'
@@ -403,7 +407,7 @@ class RowFormatter:
         self.names = [c.name for c in cols]
         self.select_list = ", ".join(_select_expr(c) for c in cols)
         self._prefix = [_str(c.name) + ":" for c in cols]
-        self._fns = [_fragment_fn(c) for c in cols]
+        self._fns = [_fragment_fn(c, t.mariadb) for c in cols]
         self._key_idx = [self.names.index(k) for k in t.key]
 
     def image(self, raw: Sequence[Any]) -> tuple[tuple[Any, ...], str]:

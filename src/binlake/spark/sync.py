@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import threading
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..atomic import atomic_write_text
-from ..errors import ConfigError
+from ..errors import BinlakeError, ConfigError
 from .apply import ApplyConfig, TableOptions, apply_batch
 from .arrow import file_index
 
@@ -30,6 +31,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("binlake.sync")
+
+SNAPSHOT_RETRIES = 3
+"""Snapshot attempts when a table changes shape (DDL) while it is read."""
+
+
+class SyncError(BinlakeError):
+    """The sync cannot continue exactly (e.g. the binlog it needs is gone)."""
 
 
 @dataclass
@@ -77,6 +85,45 @@ def _key(pos: str) -> tuple[int, int]:
     return file_index(file), int(offset)
 
 
+def _binlog_boundary(url: str) -> str:
+    """The primary's binlog end as FILE:POS, a transaction boundary a stream can start at."""
+    from ..replica.url import ServerURL
+    from .snapshot import _binlog_end, _high_watermark, connect
+
+    conn = connect(ServerURL.parse(url))
+    try:
+        with conn.cursor() as cur:
+            f, p = _high_watermark(cur, _binlog_end(cur))
+    finally:
+        conn.close()
+    return f"{f}:{p}"
+
+
+def _shape_changed(exc: BaseException) -> bool:
+    text = str(exc)
+    return "SnapshotError" in text and ("snapshot again" in text or "changed shape" in text
+                                        or "changed since the snapshot" in text)
+
+
+_UNAVAILABLE = re.compile(r"(?:OffsetUnavailable|PositionUnavailable): (.+)")
+
+
+def _stream_failure(exc: BaseException, opts: SyncOptions) -> BaseException:
+    """A stream failure as the user should read it: a purged binlog names the position and
+    the way out (a new snapshot); anything else unchanged."""
+    text = str(exc)
+    if "OffsetUnavailable" not in text and "PositionUnavailable" not in text:
+        return exc
+    found = _UNAVAILABLE.findall(text)
+    detail = (found[-1] if found else text).strip().splitlines()[0]
+    detail = detail.split(" (the changes after it")[0].split(" (re-snapshot")[0]
+    return SyncError(
+        f"binlake sync cannot continue: {detail}",
+        hint=f"the changes after that position are gone from the primary: re-snapshot into a "
+             f"new warehouse (or delete {opts.warehouse} first) and run binlake sync again; "
+             "keep binlog retention longer than the longest pause of the sync")
+
+
 def _spec_resolver(url: str) -> Callable[[str, str], Any]:
     """Table shapes for the apply step from information_schema (the current shape)."""
     from ..replica.url import ServerURL
@@ -106,9 +153,22 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     extra: dict[str, Any] = {"noKeyPolicy": "error"}
     if opts.chunk_size:
         extra["chunkSize"] = opts.chunk_size
-    df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+    for tries in range(1, SNAPSHOT_RETRIES + 1):
+        # The binlog end before planning: a table created after this point is not in the
+        # snapshot, and all of its rows are in the binlog after it, so the stream starts here
+        # (changes of snapshot tables before their chunk's HIGH are ignored by the seq guard).
+        planned = _binlog_boundary(opts.url)
+        try:
+            df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+            break
+        except Exception as exc:  # Spark wraps the executor's SnapshotError
+            if tries == SNAPSHOT_RETRIES or not _shape_changed(exc):
+                raise
+            log.warning("a table changed shape during the snapshot; taking it again",
+                        extra={"attempt": tries})
     attempt = len(state.data["attempts"])
-    start = f"{wm.stream_start.file}:{wm.stream_start.pos}"
+    high = f"{wm.stream_start.file}:{wm.stream_start.pos}"
+    start = min(planned, high, key=_key)
     state.data["attempts"].append(start)
     state.data["pending"] = True
     state.save()  # before applying: a crash now still streams from this watermark
@@ -157,8 +217,11 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     def handle(batch: "DataFrame", batch_id: int) -> None:
         from pyspark.sql import functions as F
 
+        t0 = time.monotonic()
         apply_batch(batch.sparkSession, batch, batch_id, config, specs)
+        t1 = time.monotonic()
         stats = batch.agg(F.count("*").alias("n"), F.max("ts").alias("ts")).collect()[0]
+        log.debug("batch timing", extra={"apply_s": t1 - t0, "count_s": time.monotonic() - t1})
         with lock:
             report.batches += 1
             report.rows += int(stats["n"])
@@ -183,13 +246,19 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(0.5)
-        if stop.is_set() and query.isActive:
-            query.stop()  # graceful: the running batch finishes or is replayed exactly once
-        exc = query.exception()
-        if exc is not None:
-            raise exc
+        try:
+            while query.isActive and not stop.is_set():
+                query.awaitTermination(0.5)
+            if stop.is_set() and query.isActive:
+                query.stop()  # graceful: the running batch finishes or is replayed exactly once
+            exc = query.exception()
+            if exc is not None:
+                raise exc
+        except Exception as exc:  # awaitTermination raises the query's failure itself
+            err = _stream_failure(exc, opts)
+            if err is exc:
+                raise
+            raise err from None
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -223,9 +223,9 @@ def _emit_frac(g: _Gen, at: str, fsp: int, ind: int) -> None:
 
 def _emit_text(g: _Gen, c: ColumnInfo, var: str, ind: int, blob: bool = False) -> None:
     if c.is_json:
-        # MariaDB's JSON is LONGTEXT checked by json_valid(): hand it on as a JSON value.
-        fn = g.bind(_json_text, "jt")
-        g.emit(f"{var} = {fn}({var})", ind)
+        # MariaDB's JSON is LONGTEXT checked by json_valid(): the stored text is the value
+        # (what SELECT returns); JSON output parses it (changes.py).
+        g.emit(f"{var} = {var}.decode('utf-8')", ind)
         return
     if c.collation is None:
         if blob and not c.is_json:
@@ -237,15 +237,6 @@ def _emit_text(g: _Gen, c: ColumnInfo, var: str, ind: int, blob: bool = False) -
     if codec is None:
         return  # binary collation: bytes
     g.emit(f"{var} = {var}.decode({codec!r})", ind)
-
-
-def _json_text(data: bytes) -> Any:
-    import json
-
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        raise DecodeError(f"JSON column holds invalid JSON: {exc}") from None
 
 
 def _vector(data: bytes) -> list[float]:

@@ -1,0 +1,418 @@
+"""`binlake sync` end to end: a real MariaDB, real Spark, Delta tables equal to the source.
+
+Every test has its own server (`mariadb_factory`) and warehouse. Equality is exact: every
+Delta table, without binlake's `_binlake_*` columns, holds the same multiset of rows as its
+MariaDB table, values compared as Python values (Decimal with its scale, datetimes with their
+fractions), not only counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from binlake.spark.sync import SyncError, SyncOptions, run_sync
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+DB = "shop"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def norm(v: Any) -> Any:
+    """One comparable form for a value from PyMySQL or from Spark (exact, typed)."""
+    if v is None:
+        return None
+    if isinstance(v, Decimal):
+        return ("dec", str(v))
+    if isinstance(v, (bytes, bytearray)):
+        return ("bin", bytes(v).hex())
+    if hasattr(v, "isoformat"):
+        return ("t", v.isoformat())
+    if isinstance(v, bool):
+        return ("i", int(v))
+    if isinstance(v, int):
+        return ("i", v)
+    return ("s", str(v))
+
+
+def sort_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(rows, key=repr)
+
+
+def source_tables(server: Any) -> list[str]:
+    rows = server.sql("SELECT table_name FROM information_schema.tables "
+                      f"WHERE table_schema = '{DB}' ORDER BY 1", database=None)
+    return [r[0] for r in rows]
+
+
+def source_rows(server: Any, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    conn = server.connect(database=DB)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}`")
+            names = [d[0] for d in cur.description]
+            rows = [tuple(norm(v) for v in r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    return names, sort_rows(rows)
+
+
+def lake_rows(spark: Any, warehouse: Path, table: str, names: list[str]) -> list[tuple[Any, ...]]:
+    df = spark.read.format("delta").load(str(warehouse / DB / table))
+    cols = [c for c in df.columns if not c.startswith("_binlake_")]
+    assert sorted(cols) == sorted(names), (table, cols, names)
+    return sort_rows([tuple(norm(r[n]) for n in names) for r in df.select(*names).collect()])
+
+
+def primary_key(server: Any, table: str) -> list[str]:
+    rows = server.sql("SELECT column_name FROM information_schema.key_column_usage "
+                      f"WHERE table_schema = '{DB}' AND table_name = '{table}' "
+                      "AND constraint_name = 'PRIMARY' ORDER BY ordinal_position", database=None)
+    return [r[0] for r in rows]
+
+
+def assert_lake_equals_source(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
+    counts = {}
+    for table in source_tables(server):
+        names, want = source_rows(server, table)
+        got = lake_rows(spark, warehouse, table, names)
+        # primary keys are unique in Delta (no duplicate versions of a row)
+        key = primary_key(server, table)
+        idx = [names.index(k) for k in key]
+        keys = [tuple(r[i] for i in idx) for r in got]
+        assert len(keys) == len(set(keys)), f"{table}: duplicate keys in Delta"
+        if got != want:
+            missing = [r for r in want if r not in set(got)][:5]
+            extra = [r for r in got if r not in set(want)][:5]
+            raise AssertionError(f"{DB}.{table}: Delta has {len(got)} rows, MariaDB {len(want)}; "
+                                 f"missing {missing}, extra {extra}")
+        counts[table] = len(want)
+    return counts
+
+
+def create_schema(server: Any, rng: random.Random, items: int = 1500, lines: int = 1200,
+                  tmp: int = 200) -> None:
+    server.sql(f"CREATE DATABASE IF NOT EXISTS {DB}", database=None)
+    conn = server.connect(database=DB)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40), "
+                    "price DECIMAL(12,2), qty INT NOT NULL, at DATETIME(3))")
+        cur.execute("CREATE TABLE order_lines (order_id INT, line_no SMALLINT, sku VARCHAR(20), "
+                    "amount DECIMAL(10,3), PRIMARY KEY (order_id, line_no))")
+        cur.execute("CREATE TABLE scratch (id BIGINT PRIMARY KEY, v VARCHAR(10))")
+        for start in range(1, items + 1, 500):
+            vals = ",".join(f"({i}, 'item-{i}', {rng.randint(1, 99999) / 100:.2f}, {i % 17}, "
+                            f"'2024-01-02 03:04:{i % 60:02d}.{i % 1000:03d}')"
+                            for i in range(start, min(items + 1, start + 500)))
+            cur.execute(f"INSERT INTO items VALUES {vals}")
+        vals = ",".join(f"({o}, {ln}, 'sku-{o}-{ln}', {rng.randint(0, 10**6) / 1000:.3f})"
+                        for o in range(1, lines // 4 + 1) for ln in range(1, 5))
+        cur.execute(f"INSERT INTO order_lines VALUES {vals}")
+        cur.execute("INSERT INTO scratch VALUES " + ",".join(f"({i}, 'v{i}')" for i in range(1, tmp + 1)))
+    conn.close()
+
+
+class Writer(threading.Thread):
+    """A bounded, seeded workload: inserts, updates (key changes too), deletes, multi-table
+    transactions, one TRUNCATE, one ADD COLUMN and a new table that matches the pattern."""
+
+    def __init__(self, server: Any, seed: int, ops: int = 300, pause: float = 0.02,
+                 ddl: bool = True) -> None:
+        super().__init__(daemon=True)
+        self.server, self.rng, self.ops, self.pause, self.ddl = server, random.Random(seed), ops, pause, ddl
+        self.error: BaseException | None = None
+        self.done_ops = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+    def _run(self) -> None:
+        rng = self.rng
+        conn = self.server.connect(database=DB)
+        cur = conn.cursor()
+        next_item, next_order, next_scratch, late_id = 100_000, 50_000, 10_000, 0
+        altered = late = False
+        for n in range(self.ops):
+            if self.stop.is_set():
+                break
+            if self.ddl and n == self.ops // 3:
+                cur.execute("TRUNCATE TABLE scratch")
+            elif self.ddl and n == self.ops // 2:
+                cur.execute("ALTER TABLE items ADD COLUMN note VARCHAR(20) NULL")
+                altered = True
+            elif self.ddl and n == (2 * self.ops) // 3:
+                cur.execute("CREATE TABLE late_table (k INT, s VARCHAR(8), d DECIMAL(6,1), "
+                            "PRIMARY KEY (k, s))")
+                late = True
+            op = rng.random()
+            if late and op < 0.1:
+                late_id += 1
+                cur.execute("INSERT INTO late_table VALUES (%s, %s, %s)",
+                            (late_id, f"s{late_id % 3}", Decimal(late_id) / 10))
+                if late_id % 4 == 0:
+                    cur.execute("UPDATE late_table SET d = d + 1, k = k + 1000 WHERE k = %s",
+                                (late_id - 2,))
+            elif op < 0.25:
+                next_item += 1
+                cur.execute("INSERT INTO items (id, name, price, qty, at) VALUES "
+                            "(%s, %s, %s, %s, NOW(3))",
+                            (next_item, f"new-{next_item}", Decimal(rng.randint(0, 10**6)) / 100, n))
+            elif op < 0.45:
+                lo = rng.randint(1, next_item)
+                note = ", note = 'n%d'" % n if altered and rng.random() < 0.5 else ""
+                cur.execute(f"UPDATE items SET price = price + 1.25, qty = qty + 1{note} "
+                            "WHERE id BETWEEN %s AND %s", (lo, lo + rng.randint(0, 3)))
+            elif op < 0.52:  # primary key change
+                old = rng.randint(1, 2000)
+                next_item += 1
+                cur.execute("UPDATE IGNORE items SET id = %s WHERE id = %s", (next_item, old))
+            elif op < 0.60:
+                cur.execute("DELETE FROM items WHERE id = %s", (rng.randint(1, next_item),))
+            elif op < 0.72:
+                next_order += 1
+                cur.execute("INSERT INTO order_lines VALUES (%s, 1, 'x', 1.5), (%s, 2, NULL, NULL)",
+                            (next_order, next_order))
+                o = rng.randint(1, 300)
+                cur.execute("UPDATE IGNORE order_lines SET line_no = line_no + 10 "
+                            "WHERE order_id = %s AND line_no = 1", (o,))
+            elif op < 0.80:
+                cur.execute("DELETE FROM order_lines WHERE order_id = %s", (rng.randint(1, 300),))
+            elif op < 0.92:  # a multi-table transaction
+                cur.execute("BEGIN")
+                i = rng.randint(1, next_item)
+                cur.execute("UPDATE items SET name = CONCAT('tx-', %s) WHERE id = %s", (n, i))
+                next_order += 1
+                cur.execute("INSERT INTO order_lines VALUES (%s, 1, %s, 9.999)",
+                            (next_order, f"item-{i}"))
+                next_scratch += 1
+                cur.execute("INSERT INTO scratch VALUES (%s, 'tx')", (next_scratch,))
+                cur.execute("DELETE FROM scratch WHERE id = %s", (rng.randint(1, next_scratch),))
+                cur.execute("COMMIT")
+            else:
+                next_scratch += 1
+                cur.execute("INSERT INTO scratch VALUES (%s, %s)", (next_scratch, f"w{n}"))
+                cur.execute("UPDATE scratch SET v = 'u' WHERE id = %s", (rng.randint(1, next_scratch),))
+            self.done_ops = n + 1
+            time.sleep(self.pause)
+        conn.close()
+
+
+def options(server: Any, warehouse: Path, **kw: Any) -> SyncOptions:
+    return SyncOptions(url=server.url, tables=f"{DB}.*", warehouse=warehouse, once=True, **kw)
+
+
+# -- 1. equality under a concurrent workload ---------------------------------------------------
+
+def test_sync_equals_source_under_concurrent_writes(spark: Any, mariadb_factory: Any,
+                                                    tmp_path: Path) -> None:
+    server = mariadb_factory()
+    create_schema(server, random.Random(1))
+    warehouse = tmp_path / "wh"
+    writer = Writer(server, seed=7, ops=300, pause=0.02)
+    writer.start()
+    try:
+        first = run_sync(options(server, warehouse, chunk_size=400), spark=spark)
+        assert first.snapshot_rows > 0
+    finally:
+        writer.join(120)
+    assert writer.error is None, writer.error
+    assert not writer.is_alive()
+    run_sync(options(server, warehouse, chunk_size=400), spark=spark)
+    counts = assert_lake_equals_source(spark, server, warehouse)
+    assert set(counts) == {"items", "order_lines", "scratch", "late_table"}
+    assert counts["late_table"] > 0
+
+
+# -- 2. SCD type 2 ------------------------------------------------------------------------------
+
+def test_scd2_history_follows_the_changes(spark: Any, mariadb_factory: Any, tmp_path: Path) -> None:
+    server = mariadb_factory()
+    server.sql(f"CREATE DATABASE {DB}", database=None)
+    server.sql("CREATE TABLE h (id INT PRIMARY KEY, v VARCHAR(10), n INT)",
+               "INSERT INTO h VALUES (1, 'a', 1), (2, 'x', 1), (3, 'keep', 1)", database=DB)
+    warehouse = tmp_path / "wh"
+    opts = SyncOptions(url=server.url, tables=f"{DB}.h", warehouse=warehouse, once=True,
+                       scd_type=2)
+    run_sync(opts, spark=spark)
+    server.sql("UPDATE h SET v = 'b' WHERE id = 1", database=DB)
+    server.sql("UPDATE h SET v = 'c', n = 2 WHERE id = 1", database=DB)
+    run_sync(opts, spark=spark)  # history across batches ...
+    server.sql("DELETE FROM h WHERE id = 1", database=DB)
+    server.sql("INSERT INTO h VALUES (1, 'd', 3)", database=DB)
+    server.sql("UPDATE h SET id = 20 WHERE id = 2", database=DB)
+    server.sql("UPDATE h SET v = 'e' WHERE id = 1", database=DB)
+    run_sync(opts, spark=spark)  # ... and inside one batch
+
+    df = spark.read.format("delta").load(str(warehouse / DB / "h"))
+    rows = [r.asDict(recursive=True) for r in df.collect()]
+
+    def seq(s: Any) -> tuple[int, ...] | None:
+        return None if s is None else (s["file_index"], s["pos"], s["inner"], s["row"])
+
+    hist: dict[int, list[tuple[Any, ...]]] = {}
+    for r in rows:
+        hist.setdefault(r["id"], []).append((seq(r["__START_AT"]), seq(r["__END_AT"]), r["v"], r["n"]))
+    for k in hist:
+        hist[k].sort()
+    versions = {k: [(v, n) for _, _, v, n in h] for k, h in hist.items()}
+    assert versions == {1: [("a", 1), ("b", 1), ("c", 2), ("d", 3), ("e", 3)],
+                        2: [("x", 1)], 20: [("x", 1)], 3: [("keep", 1)]}
+    one = hist[1]
+    # each version ends where the next begins, except across the delete (a gap)
+    assert one[0][1] == one[1][0] and one[1][1] == one[2][0] and one[3][1] == one[4][0]
+    assert one[2][1] is not None and one[2][1] < one[3][0]
+    assert one[4][1] is None                   # current
+    assert hist[2][0][1] is not None           # key moved away: closed
+    assert hist[20][0][1] is None and hist[3][0][1] is None
+    assert all(start < end for start, end, *_ in one[:4])
+    # the open versions are the source table
+    current = sorted((r["id"], r["v"], r["n"]) for r in rows if r["__END_AT"] is None)
+    assert current == sorted(tuple(r) for r in server.sql("SELECT id, v, n FROM h", database=DB))
+
+
+# -- 3. crash safety ------------------------------------------------------------------------------
+
+def _sync_cmd(server: Any, warehouse: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "binlake.cli", "sync", server.url, "--tables", f"{DB}.*",
+            "--warehouse", str(warehouse), "--once", "--master", "local[2]", *extra]
+
+
+def _start(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
+    out = open(log, "ab")
+    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the job and its Spark JVM (its own process group, started above)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(30)
+
+
+def _wait_for(cond: Any, proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def test_sync_survives_sigkill(spark: Any, mariadb_factory: Any, tmp_path: Path) -> None:
+    server = mariadb_factory()
+    rng = random.Random(int(os.environ.get("BINLAKE_CRASH_SEED", "0")) or None)
+    create_schema(server, random.Random(3), items=3000, lines=2000, tmp=500)
+    warehouse = tmp_path / "wh"
+    log = tmp_path / "sync.log"
+    state = warehouse / "_binlake" / "sync.json"
+    # writes all the time the job is killed and restarted (bounded), so the stream has work
+    writer = Writer(server, seed=11, ops=3000, pause=0.03, ddl=False)
+    writer.start()
+    extra = ("--chunk-size", "500", "--max-rows-per-trigger", "400")
+    killed = []
+    try:
+        # 1. during the snapshot: Spark is up (the state file exists), the snapshot is running
+        proc = _start(_sync_cmd(server, warehouse, *extra), log)
+        assert _wait_for(lambda: state.exists(), proc, 120), log.read_text()[-3000:]
+        time.sleep(rng.uniform(0.5, 10.0))
+        assert proc.poll() is None, log.read_text()[-3000:]
+        phase = json.loads(state.read_text())
+        _kill(proc)
+        killed.append(("snapshot", phase.get("pending"), phase.get("snapshot_done")))
+        # 2. during streaming: after the first applied batch
+        seen = log.stat().st_size
+        proc = _start(_sync_cmd(server, warehouse, *extra), log)
+        batches = lambda: b"changes applied" in log.read_bytes()[seen:]  # noqa: E731
+        assert _wait_for(batches, proc, 180), log.read_text()[-3000:]
+        time.sleep(rng.uniform(0.0, 3.0))
+        assert proc.poll() is None, "the stream finished before it could be killed"
+        _kill(proc)
+        killed.append(("stream",))
+    finally:
+        writer.stop.set()
+        writer.join(120)
+    assert writer.error is None, writer.error
+    # 3. to completion
+    proc = _start(_sync_cmd(server, warehouse, *extra), log)
+    assert proc.wait(300) == 0, log.read_text()[-4000:]
+    assert len(killed) == 2 and not killed[0][2], killed
+    assert_lake_equals_source(spark, server, warehouse)
+
+
+def purge_all_but_newest(server: Any) -> str:
+    """FLUSH + PURGE until only the newest binlog is left (MariaDB keeps a file while its
+    binlog checkpoint, i.e. InnoDB crash recovery, still needs it: retry a little)."""
+    server.sql("FLUSH BINARY LOGS", database=None)
+    newest = server.sql("SHOW MASTER STATUS", database=None)[0][0]
+    deadline = time.time() + 30
+    while True:
+        server.sql(f"PURGE BINARY LOGS TO '{newest}'", database=None)
+        logs = [r[0] for r in server.sql("SHOW BINARY LOGS", database=None)]
+        if logs == [newest]:
+            return newest
+        assert time.time() < deadline, f"could not purge: {logs}"
+        time.sleep(0.2)
+
+
+# -- 4. purged binlog ---------------------------------------------------------------------------
+
+def test_purged_binlog_fails_clearly(spark: Any, mariadb_factory: Any, tmp_path: Path) -> None:
+    server = mariadb_factory()
+    server.sql(f"CREATE DATABASE {DB}", database=None)
+    server.sql("CREATE TABLE p (id INT PRIMARY KEY, v VARCHAR(10))",
+               "INSERT INTO p VALUES (1, 'a'), (2, 'b')", database=DB)
+    warehouse = tmp_path / "wh"
+    opts = options(server, warehouse)
+    run_sync(opts, spark=spark)
+    server.sql("UPDATE p SET v = 'c' WHERE id = 1", database=DB)
+    run_sync(opts, spark=spark)
+    before = lake_rows(spark, warehouse, "p", ["id", "v"])
+    version = spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / DB / 'p'}`").count()
+    server.sql("INSERT INTO p VALUES (3, 'lost')", "DELETE FROM p WHERE id = 2", database=DB)
+    purge_all_but_newest(server)
+    with pytest.raises(SyncError) as info:
+        run_sync(opts, spark=spark)
+    text = str(info.value)
+    offset = json.loads((warehouse / "_binlake" / "sync.json").read_text())
+    # names the checkpointed position (file:offset), says it was purged and to re-snapshot
+    assert re.search(r"mariadb-bin\.000001:\d+: mariadb-bin\.000001 was purged", text), text
+    assert "re-snapshot" in text, text
+    assert "\n" not in text and len(text) < 800, text
+    assert lake_rows(spark, warehouse, "p", ["id", "v"]) == before
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{warehouse / DB / 'p'}`").count() == version
+    assert offset["snapshot_done"]
+
+
+# -- 5. the demo --------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_demo(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "binlake.cli", "sync", "--warehouse",
+                           str(tmp_path / "demo"), "--master", "local[2]"],
+                          capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "DIFFERENT" not in proc.stdout, proc.stdout
+    assert proc.stdout.count(" ok") >= 4, proc.stdout
