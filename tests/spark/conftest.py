@@ -6,9 +6,8 @@ cache is filled on first use when Maven is installed).
 """
 from __future__ import annotations
 
-import os
-
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
