@@ -21,7 +21,7 @@ from . import results
 from .auth import AUTH_MORE_DATA, AUTH_SWITCH, AuthError, AuthSwitchRequest, ClientAuth, NATIVE_PASSWORD
 from .capabilities import DEFAULT_CLIENT_CAPABILITIES, UTF8MB4_GENERAL_CI, Capability, Command
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
-from .packets import DEFAULT_BUFFER_SIZE, PacketStream, frame
+from .packets import DEFAULT_BUFFER_SIZE, PacketEndpoint, PacketStream, frame
 from .results import ColumnDefinition, ErrPacket, OkPacket, Row
 
 
@@ -113,7 +113,7 @@ class ClientState(enum.Enum):
 TLS_MODES = ("disable", "prefer", "require")
 
 
-class ClientConnection:
+class ClientConnection(PacketEndpoint):
     """A client connection's protocol state; see the module docstring for the flow.
 
     ``tls``: "disable" never asks for TLS, "prefer" asks if the server offers it, "require" raises
@@ -184,24 +184,6 @@ class ClientConnection:
 
     # -- byte plumbing ------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        """Hand over received bytes (b"" is not end-of-file here; the caller handles EOF)."""
-        self.stream.feed(data)
-
-    def recv_buffer(self) -> memoryview:
-        """Buffer to recv_into without copying; follow with commit(n)."""
-        return self.stream.recv_buffer()
-
-    def commit(self, n: int) -> None:
-        self.stream.commit(n)
-
-    def data_to_send(self) -> bytes:
-        """Bytes queued for the peer (then forgotten here)."""
-        if not self._out:
-            return b""
-        data = b"".join(self._out)
-        self._out.clear()
-        return data
 
     def _send(self, payload: bytes) -> None:
         self._out.append(self.stream.frame(payload))

@@ -222,3 +222,30 @@ class PacketStream:
         """Like next_packet() but an owned bytes object, safe to keep."""
         view = self.next_packet()
         return None if view is None else bytes(view)
+
+
+class PacketEndpoint:
+    """The byte plumbing both protocol sides share: received bytes go into `stream`, bytes to
+    send queue in `_out` until the I/O edge takes them with `data_to_send()`."""
+
+    stream: PacketStream
+    _out: list
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Hand over received bytes (b"" is not end-of-file here; the caller handles EOF)."""
+        self.stream.feed(data)
+
+    def recv_buffer(self) -> memoryview:
+        """Buffer to recv_into without copying; follow with commit(n)."""
+        return self.stream.recv_buffer()
+
+    def commit(self, n: int) -> None:
+        self.stream.commit(n)
+
+    def data_to_send(self) -> bytes:
+        """Bytes queued for the peer (then forgotten here)."""
+        if not self._out:
+            return b""
+        data = b"".join(self._out)
+        self._out.clear()
+        return data

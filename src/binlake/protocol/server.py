@@ -38,7 +38,7 @@ from .capabilities import (
 )
 from .client import NEED_DATA, _NeedData
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
-from .packets import PacketStream
+from .packets import PacketEndpoint, PacketStream
 from .results import ColumnDefinition, ErrPacket, OkPacket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,7 +224,7 @@ def _new_nonce() -> bytes:
 AccountLookup = Mapping[str, Account] | Callable[[str], "Account | None"]
 
 
-class ServerConnection:
+class ServerConnection(PacketEndpoint):
     """One server-side connection: greeting and auth, then commands as events."""
 
     def __init__(
@@ -289,21 +289,6 @@ class ServerConnection:
 
     # -- byte plumbing ------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self.stream.feed(data)
-
-    def recv_buffer(self) -> memoryview:
-        return self.stream.recv_buffer()
-
-    def commit(self, n: int) -> None:
-        self.stream.commit(n)
-
-    def data_to_send(self) -> bytes:
-        if not self._out:
-            return b""
-        data = b"".join(self._out)
-        self._out.clear()
-        return data
 
     def _send(self, payload: bytes | bytearray | memoryview) -> None:
         if len(payload) < 0xFFFFFF:
