@@ -24,6 +24,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from binlake.spark.compare import comparable
 from binlake.spark.sync import SyncError, SyncOptions, run_sync
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -32,23 +33,6 @@ DB = "shop"
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-def norm(v: Any) -> Any:
-    """One comparable form for a value from PyMySQL or from Spark (exact, typed)."""
-    if v is None:
-        return None
-    if isinstance(v, Decimal):
-        return ("dec", str(v))
-    if isinstance(v, (bytes, bytearray)):
-        return ("bin", bytes(v).hex())
-    if hasattr(v, "isoformat"):
-        return ("t", v.isoformat())
-    if isinstance(v, bool):
-        return ("i", int(v))
-    if isinstance(v, int):
-        return ("i", v)
-    return ("s", str(v))
-
 
 def sort_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return sorted(rows, key=repr)
@@ -66,7 +50,7 @@ def source_rows(server: Any, table: str) -> tuple[list[str], list[tuple[Any, ...
         with conn.cursor() as cur:
             cur.execute(f"SELECT * FROM `{table}`")
             names = [d[0] for d in cur.description]
-            rows = [tuple(norm(v) for v in r) for r in cur.fetchall()]
+            rows = [tuple(comparable(v) for v in r) for r in cur.fetchall()]
     finally:
         conn.close()
     return names, sort_rows(rows)
@@ -76,7 +60,7 @@ def lake_rows(spark: Any, warehouse: Path, table: str, names: list[str]) -> list
     df = spark.read.format("delta").load(str(warehouse / DB / table))
     cols = [c for c in df.columns if not c.startswith("_binlake_")]
     assert sorted(cols) == sorted(names), (table, cols, names)
-    return sort_rows([tuple(norm(r[n]) for n in names) for r in df.select(*names).collect()])
+    return sort_rows([tuple(comparable(r[n]) for n in names) for r in df.select(*names).collect()])
 
 
 def primary_key(server: Any, table: str) -> list[str]:

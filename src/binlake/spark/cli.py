@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..errors import BinlakeError
+from .compare import comparable
 
 
 @click.command()
@@ -119,23 +120,6 @@ def _demo(warehouse: Path, master: str, scd_type: int) -> None:
         server.stop()
 
 
-def _norm(v: Any) -> Any:
-    """A value from PyMySQL or Spark in one comparable form (Decimal scale, fractions kept)."""
-    from decimal import Decimal
-
-    if v is None:
-        return None
-    if isinstance(v, Decimal):
-        return ("dec", str(v))
-    if isinstance(v, (bytes, bytearray)):
-        return ("bin", bytes(v).hex())
-    if hasattr(v, "isoformat"):
-        return ("t", v.isoformat())
-    if isinstance(v, (bool, int)):
-        return ("i", int(v))
-    return ("s", str(v))
-
-
 def _differences(spark: Any, warehouse: Path, conn: Any, table: str) -> tuple[int, int, int]:
     """(rows in MariaDB, rows in Delta, rows that differ either way) for one demo table."""
     from collections import Counter
@@ -146,7 +130,7 @@ def _differences(spark: Any, warehouse: Path, conn: Any, table: str) -> tuple[in
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {demo.SCHEMA}.{table}")
         names = [d[0] for d in cur.description]
-        source = Counter(tuple(_norm(v) for v in r) for r in cur.fetchall())
+        source = Counter(tuple(comparable(v) for v in r) for r in cur.fetchall())
     df = spark.read.format("delta").load(str(warehouse / demo.SCHEMA / table))
     if END_AT in df.columns:  # SCD2: the open versions are the current rows
         df = df.where(df[END_AT].isNull())
@@ -154,7 +138,7 @@ def _differences(spark: Any, warehouse: Path, conn: Any, table: str) -> tuple[in
               and c not in (START_AT, END_AT)) != sorted(names):
         lake_rows = df.count()
         return sum(source.values()), lake_rows, sum(source.values()) + lake_rows
-    lake = Counter(tuple(_norm(r[n]) for n in names) for r in df.select(*names).collect())
+    lake = Counter(tuple(comparable(r[n]) for n in names) for r in df.select(*names).collect())
     diff = sum(((source - lake) + (lake - source)).values())
     return sum(source.values()), sum(lake.values()), diff
 
