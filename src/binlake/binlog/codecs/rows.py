@@ -66,6 +66,10 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if kind == "update":
         after_b, pos = raw(body, pos, bm_len, "columns-present-after bitmap")
         present_after = bitmap_bits(after_b, ncols)
+    if pos < len(body) and not any(present) and not any(present_after):
+        # Images of no columns take no bytes: the rows could never be delimited.
+        raise DecodeError(f"rows event for {table.qualified_name} has row data but no columns "
+                          "in its images")
 
     decoders = table.row_decoders
     key_b = tuple(present)
@@ -76,7 +80,10 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     end = len(body)
     partial = type_code == E.PARTIAL_UPDATE_ROWS
     try:
+        many = getattr(dec_before, "many", None)  # the C decoder: the whole event in one call
         if kind != "update":
+            if many is not None:
+                pos = many(body, pos, end, rows)
             while pos < end:
                 row, pos = dec_before(body, pos)
                 rows.append(row)
@@ -85,6 +92,8 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
             dec_after = decoders.get(key_a)
             if dec_after is None:
                 dec_after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
+            if many is not None and not partial and hasattr(dec_after, "many"):
+                pos = many(body, pos, end, rows, dec_after)
             while pos < end:
                 before, pos = dec_before(body, pos)
                 if partial:

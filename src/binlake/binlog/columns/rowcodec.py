@@ -6,12 +6,15 @@ costs one Python call. The source is kept on the function (`__source__`) for deb
 """
 from __future__ import annotations
 
+import codecs
 import datetime as _dt
+import os
 import struct
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from ...errors import DecodeError
-from ...values import ABSENT, Geometry
+from ...values import ABSENT, Geometry, MySQLTime
 from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
 from . import temporal
@@ -258,6 +261,10 @@ def compile_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
                         partial_json: frozenset[int] = frozenset()) -> RowDecoder:
     """Build `decode(buf, pos) -> (values over all columns, new pos)` for one row image.
 
+    With the C extension (`_speedups`) the decoder is a `RowDecoder` that also has
+    `many(buf, pos, end, out[, after])` for a whole event; without it (or with
+    BINLAKE_PURE_PYTHON=1) it is generated Python code with the same results.
+
     Servers repeat the TABLE_MAP in every transaction; decoders are cached by the table's
     shape, so each shape is compiled once per process.
     """
@@ -266,8 +273,138 @@ def compile_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
     if fn is None:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        fn = _CACHE[key] = _compile(columns, present, partial_json)
+        if _speedups is not None:
+            fn = _speedups.RowDecoder(_c_ops(columns, present, partial_json))
+        else:
+            fn = _compile(columns, present, partial_json)
+        _CACHE[key] = fn
     return fn
+
+
+def compile_python_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
+                               partial_json: frozenset[int] = frozenset()) -> RowDecoder:
+    """The pure-Python decoder, always (the reference the C decoder is tested against)."""
+    return _compile(columns, present, partial_json)
+
+
+def compile_c_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
+                          partial_json: frozenset[int] = frozenset()) -> RowDecoder | None:
+    """The C decoder, or None when the extension is not built."""
+    if _c_module is None:
+        return None
+    return _c_module.RowDecoder(_c_ops(columns, present, partial_json))
+
+
+# -- the C decoder's column ops (see _speedups.c) --------------------------------------------
+
+(OP_ABSENT, OP_INT, OP_FLOAT, OP_DOUBLE, OP_YEAR, OP_STR, OP_ENUM, OP_SET, OP_BIT, OP_DATE,
+ OP_DATETIME2, OP_TIMESTAMP2, OP_TIME2, OP_DECIMAL, OP_LENCALL, OP_NONE, OP_POSCALL) = range(17)
+TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES = range(4)
+_INT_SIZES = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+
+
+def _text_mode(c: ColumnInfo, blob: bool) -> tuple[int, Any]:
+    if c.is_json:
+        return TXT_UTF8, None
+    if c.collation is None:
+        return (TXT_BYTES, None) if blob else (TXT_UTF8_OR_BYTES, None)
+    codec = codec_for(c.collation)
+    if codec is None:
+        return TXT_BYTES, None
+    if codecs.lookup(codec).name == "utf-8":
+        return TXT_UTF8, None
+    return TXT_CODEC, codec
+
+
+def _string_max_len(c: ColumnInfo) -> int:
+    if c.type == T.STRING:
+        b0, b1 = c.meta >> 8, c.meta & 0xFF
+        return b1 | ((((b0 & 0x30) ^ 0x30) << 4) if (b0 & 0x30) != 0x30 else 0)
+    return c.meta
+
+
+def _c_op(c: ColumnInfo, partial_json: bool) -> tuple[int, int, int, int, Any]:
+    t = c.type
+    if t in _INT_SIZES:
+        return (OP_INT, _INT_SIZES[t], int(bool(c.unsigned)), 0, None)
+    if t == T.FLOAT:
+        return (OP_FLOAT, 0, 0, 0, None)
+    if t == T.DOUBLE:
+        return (OP_DOUBLE, 0, 0, 0, None)
+    if t == T.YEAR:
+        return (OP_YEAR, 0, 0, 0, None)
+    if t == T.NEWDECIMAL:
+        decimal_decoder(c.precision, c.scale)  # validates the metadata (DecodeError)
+        return (OP_DECIMAL, c.precision, c.scale, 0, None)
+    if t in (T.DATE, T.NEWDATE):
+        return (OP_DATE, 0, 0, 0, None)
+    if t == T.DATETIME2:
+        return (OP_DATETIME2, c.fsp, 0, 0, None)
+    if t == T.TIMESTAMP2:
+        return (OP_TIMESTAMP2, c.fsp, 0, 0, None)
+    if t == T.TIME2:
+        return (OP_TIME2, c.fsp, 0, 0, None)
+    if t in (T.VARCHAR, T.VAR_STRING, T.STRING):
+        max_len = _string_max_len(c)
+        pad = max_len if t == T.STRING and c.collation == 63 else 0
+        mode, codec = _text_mode(c, blob=False)
+        return (OP_STR, 1 if max_len < 256 else 2, pad, mode, codec)
+    if t in (T.ENUM, T.SET):
+        labels = c.enum_values if t == T.ENUM else c.set_values
+        return (OP_ENUM if t == T.ENUM else OP_SET, c.meta & 0xFF, 0, 0,
+                tuple(labels) if labels is not None else None)
+    if t == T.BIT:
+        return (OP_BIT, (c.meta >> 8) + (1 if c.meta & 0xFF else 0), 0, 0, None)
+    if t in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        mode, codec = _text_mode(c, blob=True)
+        return (OP_STR, c.meta, 0, mode, codec)
+    if t == T.JSON:
+        return (OP_LENCALL, c.meta, 0, 0, None if partial_json else _json_decoder())
+    if t == T.GEOMETRY:
+        return (OP_LENCALL, c.meta, 0, 0, Geometry.from_storage)
+    if t == T.VECTOR:
+        return (OP_LENCALL, c.meta, 0, 0, _vector)
+    if t == T.NULL:
+        return (OP_NONE, 0, 0, 0, None)
+    return (OP_POSCALL, 0, 0, 0, _column_function(c, partial_json))
+
+
+def _column_function(c: ColumnInfo, partial_json: bool) -> Callable[[Any, int], tuple[Any, int]]:
+    """Any other type: the generated Python code for that one column."""
+    g = _Gen()
+    g.emit("def decode_column(buf, p):", 0)
+    _emit_column(g, c, "v", 1, partial_json)
+    g.emit("return v, p", 1)
+    exec(compile("\n".join(g.lines), "<binlake column decoder>", "exec"), g.ns)
+    return g.ns["decode_column"]
+
+
+def _c_ops(columns: Sequence[ColumnInfo], present: Sequence[bool],
+           partial_json: frozenset[int]) -> list[tuple[int, int, int, int, Any]]:
+    ops = []
+    for c, on in zip(columns, present):
+        if not on:
+            ops.append((OP_ABSENT, 0, 0, 0, None))
+            continue
+        op = _c_op(c, c.index in partial_json)
+        if op[0] in (OP_INT, OP_BIT, OP_ENUM, OP_SET) and not 1 <= op[1] <= 8:
+            op = (OP_POSCALL, 0, 0, 0, _column_function(c, c.index in partial_json))
+        ops.append(op)
+    return ops
+
+
+def _load_speedups() -> Any:
+    try:
+        from . import _speedups as mod
+    except ImportError:
+        return None
+    mod.configure(ABSENT, Decimal, MySQLTime, DecodeError, temporal.decode_date,
+                  temporal.decode_datetime2, temporal.decode_timestamp2)
+    return mod
+
+
+_c_module = _load_speedups()
+_speedups = None if os.environ.get("BINLAKE_PURE_PYTHON") else _c_module
 
 
 def _compile(columns: Sequence[ColumnInfo], present: Sequence[bool],

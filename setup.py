@@ -1,0 +1,13 @@
+"""Build the optional C row decoder; binlake falls back to pure Python if it cannot be built."""
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "binlake.binlog.columns._speedups",
+            ["src/binlake/binlog/columns/_speedups.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        )
+    ]
+)

@@ -1,0 +1,593 @@
+/* binlake row-image decoder in C: the hot loop of every rows event.
+ *
+ * Why C: a row image is a null bitmap plus packed values; in pure Python each value costs
+ * a few bytecodes plus an object, and a wide table spends most of its time in the
+ * interpreter. Here a table shape becomes an array of column ops (built once per TABLE_MAP
+ * shape by rowcodec.py) and a row is one pass over the bytes.
+ *
+ * Semantics are exactly those of the generated Python decoders in rowcodec.py (which stay
+ * the reference and the fallback): the same Python objects, the same fallbacks for zero
+ * dates (the Python helpers build InvalidTemporal values), and any column type not handled
+ * here is decoded by a per-column Python function (OP_POSCALL). Errors are raised as
+ * ValueError (truncated or malformed image), UnicodeDecodeError or binlake's DecodeError;
+ * rows.py adds the table and the row number.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <datetime.h>
+#include <stdint.h>
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "binlake._speedups assumes a little-endian host (the pure-Python decoder is used otherwise)"
+#endif
+
+enum {
+    OP_ABSENT = 0, OP_INT = 1, OP_FLOAT = 2, OP_DOUBLE = 3, OP_YEAR = 4, OP_STR = 5,
+    OP_ENUM = 6, OP_SET = 7, OP_BIT = 8, OP_DATE = 9, OP_DATETIME2 = 10, OP_TIMESTAMP2 = 11,
+    OP_TIME2 = 12, OP_DECIMAL = 13, OP_LENCALL = 14, OP_NONE = 15, OP_POSCALL = 16
+};
+enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3 };
+
+typedef struct {
+    int op, a, b, c;
+    PyObject *obj;       /* labels tuple, callable or codec name (owned) */
+    const char *codec;   /* borrowed from obj when c == TXT_CODEC */
+} ColOp;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t ncols;
+    Py_ssize_t npresent;
+    ColOp *ops;
+} RowDecoder;
+
+/* configured once from Python: see configure() */
+static PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
+static PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
+
+static const int FRAC_BYTES[7] = {0, 1, 1, 2, 2, 3, 3};
+static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                   100000000, 1000000000};
+
+static int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len) {
+    PyErr_Format(PyExc_ValueError, "row image truncated: %zd bytes needed at offset %zd, %zd left",
+                 need, at, len - at < 0 ? 0 : len - at);
+    return -1;
+}
+
+#define NEED(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return NULL; } } while (0)
+
+static inline uint64_t le(const unsigned char *s, int k) {
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; i--) v = (v << 8) | s[i];
+    return v;
+}
+
+static inline uint64_t be(const unsigned char *s, int k) {
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++) v = (v << 8) | s[i];
+    return v;
+}
+
+static inline int frac_us(const unsigned char *s, int fsp) {
+    switch (FRAC_BYTES[fsp]) {
+    case 1: return s[0] * 10000;
+    case 2: return ((s[0] << 8) | s[1]) * 100;
+    case 3: return (s[0] << 16) | (s[1] << 8) | s[2];
+    default: return 0;
+    }
+}
+
+static inline int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static inline int days_in_month(long y, long m) {
+    static const int d[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : d[m];
+}
+
+static inline int valid_date(long y, long m, long d) {
+    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
+}
+
+static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
+    PyObject *v;
+    switch (op->c) {
+    case TXT_UTF8:
+        return PyUnicode_DecodeUTF8(s, len, NULL);
+    case TXT_CODEC:
+        return PyUnicode_Decode(s, len, op->codec, NULL);
+    case TXT_UTF8_OR_BYTES:
+        v = PyUnicode_DecodeUTF8(s, len, NULL);
+        if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            return PyBytes_FromStringAndSize(s, len);
+        }
+        return v;
+    default:
+        return PyBytes_FromStringAndSize(s, len);
+    }
+}
+
+static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
+    int prec = op->a, scale = op->b;
+    int intg = prec - scale, intg0 = intg / 9, intg0x = intg % 9;
+    int frac0 = scale / 9, frac0x = scale % 9;
+    int size = DIG2BYTES[intg0x] + 4 * (intg0 + frac0) + DIG2BYTES[frac0x];
+    unsigned char tmp[40];
+    char digits[100];
+    int nd = 0, neg, at = 0;
+    if (size > (int)sizeof(tmp)) {
+        PyErr_Format(g_decode_error, "invalid DECIMAL(%d,%d) metadata", prec, scale);
+        return NULL;
+    }
+    memcpy(tmp, s, size);
+    neg = !(tmp[0] & 0x80);
+    if (neg) for (int i = 0; i < size; i++) tmp[i] = (unsigned char)~tmp[i];
+    tmp[0] &= 0x7F;
+    /* groups: leading partial integer group, full groups, trailing partial fraction group */
+    int ngroups = (intg0x ? 1 : 0) + intg0 + frac0 + (frac0x ? 1 : 0);
+    for (int g = 0; g < ngroups; g++) {
+        int nbytes = 4, ndig = 9;
+        if (g == 0 && intg0x) { nbytes = DIG2BYTES[intg0x]; ndig = intg0x; }
+        else if (g == ngroups - 1 && frac0x) { nbytes = DIG2BYTES[frac0x]; ndig = frac0x; }
+        uint32_t v = (uint32_t)be(tmp + at, nbytes);
+        at += nbytes;
+        if (v >= POW10[ndig]) {
+            PyErr_Format(g_decode_error, "DECIMAL(%d,%d) has a digit group beyond its digits",
+                         prec, scale);
+            return NULL;
+        }
+        for (int k = ndig - 1; k >= 0; k--) { digits[nd + k] = (char)('0' + v % 10); v /= 10; }
+        nd += ndig;
+    }
+    int first = 0;
+    while (first < nd - 1 && digits[first] == '0') first++;
+    char text[128];
+    int len = 0;
+    int zero = nd == 0 || (first == nd - 1 && digits[first] == '0');
+    if (neg && !zero) text[len++] = '-';
+    if (nd == 0) text[len++] = '0';
+    else { memcpy(text + len, digits + first, nd - first); len += nd - first; }
+    len += snprintf(text + len, sizeof(text) - len, "E-%d", scale);
+    PyObject *str = PyUnicode_FromStringAndSize(text, len);
+    if (str == NULL) return NULL;
+    PyObject *res = PyObject_CallOneArg(g_decimal, str);
+    Py_DECREF(str);
+    return res;
+}
+
+static PyObject *timestamp_utc(uint64_t secs, int us) {
+    /* days since 1970-01-01 -> civil date (proleptic Gregorian) */
+    int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
+    int64_t z = days + 719468, era = z / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    if (m <= 2) y++;
+    return PyDateTimeAPI->DateTime_FromDateAndTime(
+        (int)y, (int)m, (int)d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), us,
+        PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType);
+}
+
+static PyObject *decode_time2(const unsigned char *s, int fsp) {
+    int64_t packed;
+    if (fsp >= 5) {
+        packed = (int64_t)be(s, 6) - 0x800000000000LL;
+    } else {
+        int64_t intpart = (int64_t)be(s, 3) - 0x800000LL, frac = 0;
+        if (fsp == 0) {
+            frac = 0;
+        } else if (fsp <= 2) {
+            frac = s[3];
+            if (intpart < 0 && frac) { intpart += 1; frac -= 0x100; }
+            frac *= 10000;
+        } else {
+            frac = (int64_t)be(s + 3, 2);
+            if (intpart < 0 && frac) { intpart += 1; frac -= 0x10000; }
+            frac *= 100;
+        }
+        packed = intpart * 16777216LL + frac;
+    }
+    int neg = packed < 0;
+    if (neg) packed = -packed;
+    int64_t hms = packed >> 24, micro = packed & 0xFFFFFF;
+    return PyObject_CallFunction(g_mysqltime, "OLLLL", neg ? Py_True : Py_False,
+                                 (long long)((hms >> 12) & 0x3FF), (long long)((hms >> 6) & 0x3F),
+                                 (long long)(hms & 0x3F), (long long)micro);
+}
+
+static PyObject *decode_set(const ColOp *op, uint64_t mask) {
+    Py_ssize_t n = PyTuple_GET_SIZE(op->obj);
+    if (n < 64 && (mask >> n)) {
+        PyErr_Format(g_decode_error, "SET bitmask 0x%llx has bits beyond its %zd values",
+                     (unsigned long long)mask, n);
+        return NULL;
+    }
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n && i < 64; i++) {
+        if ((mask >> i) & 1) {
+            if (PyList_Append(parts, PyTuple_GET_ITEM(op->obj, i)) < 0) { Py_DECREF(parts); return NULL; }
+        }
+    }
+    PyObject *res = PyUnicode_Join(g_comma, parts);
+    Py_DECREF(parts);
+    return res;
+}
+
+/* One present, non-NULL value at *pp; advances *pp. */
+static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                              Py_ssize_t n, Py_ssize_t *pp) {
+    Py_ssize_t p = *pp;
+    PyObject *v = NULL;
+    switch (op->op) {
+    case OP_INT: {
+        int k = op->a;
+        NEED(k);
+        uint64_t u = le(b + p, k);
+        p += k;
+        if (op->b) v = PyLong_FromUnsignedLongLong(u);
+        else {
+            int64_t sv;
+            if (k == 8) sv = (int64_t)u;
+            else { uint64_t sign = 1ULL << (8 * k - 1); sv = (int64_t)((u ^ sign)) - (int64_t)sign; }
+            v = PyLong_FromLongLong(sv);
+        }
+        break;
+    }
+    case OP_FLOAT: { float f; NEED(4); memcpy(&f, b + p, 4); p += 4; v = PyFloat_FromDouble(f); break; }
+    case OP_DOUBLE: { double d; NEED(8); memcpy(&d, b + p, 8); p += 8; v = PyFloat_FromDouble(d); break; }
+    case OP_YEAR: { NEED(1); int y = b[p]; p += 1; v = PyLong_FromLong(y ? 1900 + y : 0); break; }
+    case OP_STR: {
+        NEED(op->a);
+        Py_ssize_t len = (Py_ssize_t)le(b + p, op->a);
+        p += op->a;
+        NEED(len);
+        if (op->b && len < op->b) {   /* BINARY(n): stored without its trailing zero bytes */
+            v = PyBytes_FromStringAndSize(NULL, op->b);
+            if (v != NULL) {
+                memcpy(PyBytes_AS_STRING(v), b + p, len);
+                memset(PyBytes_AS_STRING(v) + len, 0, op->b - len);
+            }
+        } else {
+            v = decode_text(op, (const char *)b + p, len);
+        }
+        p += len;
+        break;
+    }
+    case OP_ENUM: {
+        NEED(op->a);
+        uint64_t idx = le(b + p, op->a);
+        p += op->a;
+        if (op->obj == Py_None) { v = PyLong_FromUnsignedLongLong(idx); break; }
+        Py_ssize_t cnt = PyTuple_GET_SIZE(op->obj);
+        if (idx >= 1 && idx <= (uint64_t)cnt) { v = PyTuple_GET_ITEM(op->obj, idx - 1); Py_INCREF(v); }
+        else if (idx == 0) { v = g_empty; Py_INCREF(v); }
+        else PyErr_Format(g_decode_error, "ENUM index %llu beyond its %zd values",
+                          (unsigned long long)idx, cnt);
+        break;
+    }
+    case OP_SET: {
+        NEED(op->a);
+        uint64_t mask = le(b + p, op->a);
+        p += op->a;
+        v = op->obj == Py_None ? PyLong_FromUnsignedLongLong(mask) : decode_set(op, mask);
+        break;
+    }
+    case OP_BIT: { NEED(op->a); v = PyLong_FromUnsignedLongLong(be(b + p, op->a)); p += op->a; break; }
+    case OP_DATE: {
+        NEED(3);
+        long x = (long)le(b + p, 3);
+        p += 3;
+        long y = x >> 9, m = (x >> 5) & 15, d = x & 31;
+        if (valid_date(y, m, d)) v = PyDate_FromDate((int)y, (int)m, (int)d);
+        else v = PyObject_CallFunction(g_date_fb, "l", x);
+        break;
+    }
+    case OP_DATETIME2: {
+        int fsp = op->a, fb = FRAC_BYTES[fsp];
+        NEED(5 + fb);
+        uint64_t intpart = be(b + p, 5);
+        int us = frac_us(b + p + 5, fsp);
+        p += 5 + fb;
+        int64_t x = (int64_t)intpart - 0x8000000000LL;
+        if (x >= 0) {
+            int64_t ymd = x >> 17, ym = ymd >> 5, hms = x & 0x1FFFF;
+            long Y = (long)(ym / 13), M = (long)(ym % 13), D = (long)(ymd & 31);
+            int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
+            if (valid_date(Y, M, D) && h < 24 && mi < 60 && s < 60 && us < 1000000) {
+                v = PyDateTime_FromDateAndTime((int)Y, (int)M, (int)D, h, mi, s, us);
+                break;
+            }
+        }
+        v = PyObject_CallFunction(g_dt2_fb, "Kii", (unsigned long long)intpart, us, fsp);
+        break;
+    }
+    case OP_TIMESTAMP2: {
+        int fsp = op->a, fb = FRAC_BYTES[fsp];
+        NEED(4 + fb);
+        uint64_t secs = be(b + p, 4);
+        int us = frac_us(b + p + 4, fsp);
+        p += 4 + fb;
+        if (secs && us < 1000000) v = timestamp_utc(secs, us);
+        else v = PyObject_CallFunction(g_ts2_fb, "Kii", (unsigned long long)secs, us, fsp);
+        break;
+    }
+    case OP_TIME2: {
+        int fsp = op->a, size = 3 + FRAC_BYTES[fsp];
+        NEED(size);
+        v = decode_time2(b + p, fsp);
+        p += size;
+        break;
+    }
+    case OP_DECIMAL: {
+        int prec = op->a, scale = op->b;
+        int intg = prec - scale;
+        int size = DIG2BYTES[intg % 9] + 4 * (intg / 9 + scale / 9) + DIG2BYTES[scale % 9];
+        NEED(size);
+        v = decode_decimal(op, b + p);
+        p += size;
+        break;
+    }
+    case OP_LENCALL: {
+        NEED(op->a);
+        Py_ssize_t len = (Py_ssize_t)le(b + p, op->a);
+        p += op->a;
+        NEED(len);
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)b + p, len);
+        p += len;
+        if (raw == NULL) return NULL;
+        v = op->obj == Py_None ? raw : PyObject_CallOneArg(op->obj, raw);
+        if (op->obj != Py_None) Py_DECREF(raw);
+        break;
+    }
+    case OP_NONE: v = Py_None; Py_INCREF(v); break;
+    case OP_POSCALL: {
+        PyObject *pos = PyLong_FromSsize_t(p);
+        if (pos == NULL) return NULL;
+        PyObject *res = PyObject_CallFunctionObjArgs(op->obj, bufobj, pos, NULL);
+        Py_DECREF(pos);
+        if (res == NULL) return NULL;
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_TypeError, "column decoder must return (value, pos)");
+            return NULL;
+        }
+        Py_ssize_t np = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+        if (np == -1 && PyErr_Occurred()) { Py_DECREF(res); return NULL; }
+        v = PyTuple_GET_ITEM(res, 0);
+        Py_INCREF(v);
+        Py_DECREF(res);
+        p = np;
+        break;
+    }
+    default:
+        PyErr_Format(PyExc_ValueError, "unknown column op %d", op->op);
+        return NULL;
+    }
+    if (v != NULL) *pp = p;
+    return v;
+}
+
+/* One row image at *pp -> tuple over all columns; advances *pp. */
+static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                            Py_ssize_t n, Py_ssize_t *pp) {
+    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8;
+    NEED(nb);
+    const unsigned char *nulls = b + p;
+    p += nb;
+    PyObject *row = PyTuple_New(self->ncols);
+    if (row == NULL) return NULL;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        const ColOp *op = &self->ops[i];
+        PyObject *v;
+        if (op->op == OP_ABSENT) { v = g_absent; Py_INCREF(v); }
+        else {
+            if (nulls[k >> 3] & (1 << (k & 7))) { v = Py_None; Py_INCREF(v); }
+            else {
+                v = decode_value(op, bufobj, b, n, &p);
+                if (v == NULL) { Py_DECREF(row); return NULL; }
+            }
+            k++;
+        }
+        PyTuple_SET_ITEM(row, i, v);
+    }
+    *pp = p;
+    return row;
+}
+
+static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw) {
+    PyObject *bufobj;
+    Py_ssize_t p;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "On", &bufobj, &p)) return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (p < 0) p = 0;
+    PyObject *row = decode_row(self, bufobj, view.buf, view.len, &p);
+    PyBuffer_Release(&view);
+    if (row == NULL) return NULL;
+    PyObject *res = Py_BuildValue("(Nn)", row, p);
+    return res;
+}
+
+/* many(buf, pos, end, out) -> pos: append every row image in [pos, end) to `out`. */
+static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) {
+    PyObject *bufobj, *out, *after = Py_None;
+    Py_ssize_t p, end;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
+    RowDecoder *adec = NULL;
+    if (after != Py_None) {
+        if (Py_TYPE(after) != Py_TYPE((PyObject *)self)) {
+            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder");
+            return NULL;
+        }
+        adec = (RowDecoder *)after;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    if (p < 0) p = 0;
+    const unsigned char *b = view.buf;
+    if (self->npresent == 0 && p < end) {
+        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
+        goto fail;
+    }
+    while (p < end) {
+        PyObject *row = decode_row(self, bufobj, b, end, &p);
+        if (row == NULL) goto fail;
+        if (adec != NULL) {
+            PyObject *arow = decode_row(adec, bufobj, b, end, &p);
+            if (arow == NULL) { Py_DECREF(row); goto fail; }
+            PyObject *pair = PyTuple_Pack(2, row, arow);
+            Py_DECREF(row);
+            Py_DECREF(arow);
+            if (pair == NULL) goto fail;
+            row = pair;
+        }
+        int rc = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (rc < 0) goto fail;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(p);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static void RowDecoder_dealloc(RowDecoder *self) {
+    if (self->ops != NULL) {
+        for (Py_ssize_t i = 0; i < self->ncols; i++) Py_XDECREF(self->ops[i].obj);
+        PyMem_Free(self->ops);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* RowDecoder(ops): ops is a sequence of (op, a, b, c, obj) per column of the table. */
+static int RowDecoder_init(RowDecoder *self, PyObject *args, PyObject *kw) {
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "O", &seq)) return -1;
+    PyObject *fast = PySequence_Fast(seq, "ops must be a sequence");
+    if (fast == NULL) return -1;
+    Py_ssize_t ncols = PySequence_Fast_GET_SIZE(fast);
+    ColOp *ops = PyMem_Calloc(ncols ? ncols : 1, sizeof(ColOp));
+    if (ops == NULL) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
+    Py_ssize_t npresent = 0;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i), *obj;
+        ColOp *op = &ops[i];
+        if (!PyArg_ParseTuple(item, "iiiiO", &op->op, &op->a, &op->b, &op->c, &obj)) goto fail;
+        Py_INCREF(obj);
+        op->obj = obj;
+        if (op->op < OP_ABSENT || op->op > OP_POSCALL) {
+            PyErr_Format(PyExc_ValueError, "unknown column op %d", op->op);
+            goto fail;
+        }
+        if ((op->op == OP_INT || op->op == OP_BIT || op->op == OP_ENUM || op->op == OP_SET)
+            && (op->a < 1 || op->a > 8)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: width %d out of range", i, op->a);
+            goto fail;
+        }
+        if ((op->op == OP_STR || op->op == OP_LENCALL) && (op->a < 1 || op->a > 4)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: length prefix %d out of range", i, op->a);
+            goto fail;
+        }
+        if ((op->op == OP_DATETIME2 || op->op == OP_TIMESTAMP2 || op->op == OP_TIME2)
+            && (op->a < 0 || op->a > 6)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: fsp %d out of range", i, op->a);
+            goto fail;
+        }
+        if (op->op == OP_DECIMAL && (op->a < 1 || op->a > 65 || op->b < 0 || op->b > op->a || op->b > 38)) {
+            PyErr_Format(g_decode_error ? g_decode_error : PyExc_ValueError,
+                         "invalid DECIMAL(%d,%d) metadata", op->a, op->b);
+            goto fail;
+        }
+        if ((op->op == OP_ENUM || op->op == OP_SET) && obj != Py_None && !PyTuple_Check(obj)) {
+            PyErr_SetString(PyExc_TypeError, "ENUM/SET labels must be a tuple or None");
+            goto fail;
+        }
+        if (op->op == OP_STR && op->c == TXT_CODEC) {
+            if (!PyUnicode_Check(obj)) { PyErr_SetString(PyExc_TypeError, "codec must be a str"); goto fail; }
+            op->codec = PyUnicode_AsUTF8(obj);
+            if (op->codec == NULL) goto fail;
+        }
+        if (op->op != OP_ABSENT) npresent++;
+    }
+    Py_DECREF(fast);
+    self->ops = ops;
+    self->ncols = ncols;
+    self->npresent = npresent;
+    return 0;
+fail:
+    for (Py_ssize_t i = 0; i < ncols; i++) Py_XDECREF(ops[i].obj);
+    PyMem_Free(ops);
+    Py_DECREF(fast);
+    return -1;
+}
+
+static PyMethodDef RowDecoder_methods[] = {
+    {"many", (PyCFunction)RowDecoder_many, METH_VARARGS,
+     "many(buf, pos, end, out[, after]) -> pos: append each row image in [pos, end) to out "
+     "(with after: (before, after) pairs of an update)."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject RowDecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "binlake.binlog.columns._speedups.RowDecoder",
+    .tp_basicsize = sizeof(RowDecoder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A compiled row-image decoder for one table shape: decoder(buf, pos) -> (row, pos).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RowDecoder_init,
+    .tp_dealloc = (destructor)RowDecoder_dealloc,
+    .tp_call = (ternaryfunc)RowDecoder_call,
+    .tp_methods = RowDecoder_methods,
+};
+
+static PyObject *configure(PyObject *mod, PyObject *args) {
+    PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &absent, &decimal, &mysqltime, &decode_error,
+                          &date_fb, &dt2_fb, &ts2_fb)) return NULL;
+#define SET(g, v) do { Py_INCREF(v); Py_XSETREF(g, v); } while (0)
+    SET(g_absent, absent); SET(g_decimal, decimal); SET(g_mysqltime, mysqltime);
+    SET(g_decode_error, decode_error); SET(g_date_fb, date_fb); SET(g_dt2_fb, dt2_fb);
+    SET(g_ts2_fb, ts2_fb);
+#undef SET
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
+     "timestamp2_fallback): the Python objects the decoder builds or defers to."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_speedups", "binlake's C row-image decoder (see rowcodec.py).", -1,
+    module_methods
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyDateTime_IMPORT;
+    if (PyDateTimeAPI == NULL) return NULL;
+    if (PyType_Ready(&RowDecoderType) < 0) return NULL;
+    g_empty = PyUnicode_FromString("");
+    g_comma = PyUnicode_FromString(",");
+    if (g_empty == NULL || g_comma == NULL) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) return NULL;
+    Py_INCREF(&RowDecoderType);
+    if (PyModule_AddObject(m, "RowDecoder", (PyObject *)&RowDecoderType) < 0) {
+        Py_DECREF(&RowDecoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
