@@ -9,7 +9,6 @@ import base64
 import re
 import struct
 import datetime as dt
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator
 
@@ -21,16 +20,22 @@ from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, Geometry, InvalidTemporal, JsonPatch, MySQLTime
 
 
-@dataclass(slots=True)
 class ChangeRecord:
     """A row change. `before`/`after` map column names to values; columns outside the row
-    image are absent from the dicts (never None, which means SQL NULL)."""
+    image (minimal images) map to `ABSENT` (never None, which means SQL NULL).
 
-    op: str  # insert | update | delete
+    Records are made for every row of the binlog, so the images are kept as the decoder's
+    value tuples and become dicts only when read (`before`/`after`); `before_values` /
+    `after_values` hand on the tuples (in TABLE_MAP column order, ABSENT for columns outside
+    the image) to consumers that need no names, such as the Arrow builder.
+    """
+
+    __slots__ = ("op", "schema", "table", "_before", "_after", "primary_key", "file", "pos",
+                 "end_pos", "row", "inner", "gtid", "timestamp", "table_map", "statement", "ddl")
+
+    op: str  # insert | update | delete | truncate | ddl | statement
     schema: str
     table: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
     primary_key: tuple[str, ...] | None
     file: str | None
     pos: int
@@ -45,10 +50,67 @@ class ChangeRecord:
     """Event timestamp (seconds since epoch, the statement's start on the primary)."""
     table_map: TableMapEvent | None
     """The TABLE_MAP the row was decoded with (None for statement records: truncate, ddl)."""
-    statement: str | None = None
+    statement: str | None
     """For op 'truncate' and 'ddl': the statement as the primary logged it."""
-    ddl: Any = None
+    ddl: Any
     """For op 'ddl': the schema history's description of the change (new table shape)."""
+
+    def __init__(self, op: str, schema: str, table: str,
+                 before: dict[str, Any] | tuple[Any, ...] | None,
+                 after: dict[str, Any] | tuple[Any, ...] | None,
+                 primary_key: tuple[str, ...] | None, file: str | None, pos: int, end_pos: int,
+                 row: int, inner: int | None, gtid: str | None, timestamp: int,
+                 table_map: TableMapEvent | None, statement: str | None = None,
+                 ddl: Any = None) -> None:
+        self.op, self.schema, self.table = op, schema, table
+        self._before, self._after = before, after
+        self.primary_key, self.file, self.pos, self.end_pos = primary_key, file, pos, end_pos
+        self.row, self.inner, self.gtid, self.timestamp = row, inner, gtid, timestamp
+        self.table_map, self.statement, self.ddl = table_map, statement, ddl
+
+    def _image(self, img: Any) -> dict[str, Any] | None:
+        if img is None or type(img) is dict:
+            return img
+        return dict(zip(self.table_map.column_names, img))  # type: ignore[union-attr]
+
+    @property
+    def before(self) -> dict[str, Any] | None:
+        img = self._before
+        if img is not None and type(img) is not dict:
+            img = self._before = self._image(img)
+        return img
+
+    @property
+    def after(self) -> dict[str, Any] | None:
+        img = self._after
+        if img is not None and type(img) is not dict:
+            img = self._after = self._image(img)
+        return img
+
+    @property
+    def before_values(self) -> tuple[Any, ...] | None:
+        """The before image as a value tuple in column order (ABSENT outside the image)."""
+        return self._values(self._before)
+
+    @property
+    def after_values(self) -> tuple[Any, ...] | None:
+        return self._values(self._after)
+
+    def _values(self, img: Any) -> tuple[Any, ...] | None:
+        if img is None or type(img) is not dict:
+            return img
+        names = self.table_map.column_names  # type: ignore[union-attr]
+        return tuple(img.get(n, ABSENT) for n in names)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChangeRecord):
+            return NotImplemented
+        return all(getattr(self, a) == getattr(other, a) for a in _COMPARED)
+
+    def __repr__(self) -> str:
+        return (f"ChangeRecord(op={self.op!r}, schema={self.schema!r}, table={self.table!r}, "
+                f"before={self.before!r}, after={self.after!r}, file={self.file!r}, "
+                f"pos={self.pos}, row={self.row}, gtid={self.gtid!r})")
 
     @property
     def position(self) -> tuple[str | None, int, int, int]:
@@ -85,6 +147,10 @@ class ChangeRecord:
         out["gtid"] = self.gtid
         out["ts"] = self.timestamp
         return out
+
+
+_COMPARED = ("op", "schema", "table", "before", "after", "primary_key", "file", "pos", "end_pos",
+             "row", "inner", "gtid", "timestamp", "statement", "ddl")
 
 
 def _format_image(image: dict[str, Any], fmt: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
@@ -223,18 +289,18 @@ class ChangeTracker:
             return []
         names = tm.column_names
         pk = tuple(names[i] for i in tm.primary_key) if tm.primary_key else None
-        out = []
         common = (tm.schema, tm.table)
-        for i, row in enumerate(ev.rows):
-            if ev.kind == "update":
-                before, after = dict(zip(names, row[0])), dict(zip(names, row[1]))
-            elif ev.kind == "insert":
-                before, after = None, dict(zip(names, row))
-            else:
-                before, after = dict(zip(names, row)), None
-            out.append(ChangeRecord(ev.kind, *common, before, after, pk, ev.file, ev.offset,
-                                    ev.end, i, ev.inner_index, self.gtid, ev.timestamp, tm))
-        return out
+        kind, file, offset, end, inner, gtid, ts = (ev.kind, ev.file, ev.offset, ev.end,
+                                                    ev.inner_index, self.gtid, ev.timestamp)
+        schema, table = common
+        if kind == "update":
+            return [ChangeRecord(kind, schema, table, row[0], row[1], pk, file, offset, end, i,
+                                 inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
+        if kind == "insert":
+            return [ChangeRecord(kind, schema, table, None, row, pk, file, offset, end, i,
+                                 inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
+        return [ChangeRecord(kind, schema, table, row, None, pk, file, offset, end, i,
+                             inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
 
 
     def _statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:

@@ -127,21 +127,27 @@ def _value_expr(c: Any, name: str, ns: dict[str, Any]) -> str:
     return f"g_{name}(v)"
 
 
-def image_encoder(tm: TableMapEvent) -> Callable[[dict[str, Any]], str]:
+def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
     """A compiled `image -> JSON text` for one table map (cached on the table map).
 
-    Generated per table like the row decoders: one branch per column with the column's own
-    serializer, so a row costs a few string operations per value and one join.
+    The image is the decoder's value tuple (column order, ABSENT outside the image) or a
+    name -> value dict built from it. Generated per table like the row decoders: one branch
+    per column with the column's own serializer, so a row costs a few string operations per
+    value and one join.
     """
     cached = tm.row_decoders.get("spark-json")
     if cached is not None:
         return cached
-    ns: dict[str, Any] = {"ABSENT": ABSENT, "_str": _str, "_date": dt.date}
-    lines = ["def encode(img):", "    parts = []", "    add = parts.append"]
+    ns: dict[str, Any] = {"ABSENT": ABSENT, "_str": _str, "_date": dt.date, "_dict": dict}
+    lines = ["def encode(img):", "    if type(img) is _dict:", "        img = tuple(img.values())",
+             f"    if len(img) != {len(tm.columns)}:",
+             f"        raise ValueError('image of ' + str(len(img)) + ' values for "
+             f"{len(tm.columns)} columns')",
+             "    parts = []", "    add = parts.append"]
     for i, (name, c) in enumerate(zip(tm.column_names, tm.columns)):
         ns[f"k{i}"] = _str(name) + ":"
         expr = _value_expr(c, f"c{i}", ns)
-        lines += [f"    v = img[{name!r}]",
+        lines += [f"    v = img[{i}]",
                   "    if v is None:", f"        add(k{i} + 'null')",
                   "    elif v is not ABSENT:", f"        add(k{i} + ({expr}))"]
     lines.append("    return '{' + ','.join(parts) + '}'")
@@ -172,7 +178,7 @@ class CdcBatchBuilder:
         tm = rec.table_map
         if tm is not None:
             enc = tm.row_decoders.get("spark-json") or image_encoder(tm)
-            before, after = rec.before, rec.after
+            before, after = rec.before_values, rec.after_values
             self._rows.append((
                 rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos, rec.row,
                 rec.inner, rec.gtid, rec.timestamp, fidx,
