@@ -21,7 +21,23 @@ def _fail(exc: BinlakeError) -> click.ClickException:
     return _Fail(str(exc))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is None and name in _LAZY_COMMANDS:
+            import importlib
+
+            module, attr = _LAZY_COMMANDS[name].split(":")
+            cmd = getattr(importlib.import_module(module), attr)
+            self.add_command(cmd, name)
+        return cmd
+
+
+@click.group(cls=_LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="binlake")
 def main() -> None:
     """binlake: MySQL and MariaDB change data capture.
@@ -157,25 +173,11 @@ def _record_text(rec: Any) -> str:
     return "\n".join(lines)
 
 
-def _register_commands() -> None:
-    """Commands that live with their subsystem."""
-    from .bench.cli import bench
-    from .replica.cli import stream
-    from .serve.cli import serve
-    from .spark.cli import sync
-
-    main.add_command(stream)
-    main.add_command(sync)
-    main.add_command(serve)
-    main.add_command(bench)
-
-
-_register_commands()
-
-
-def run() -> None:  # pragma: no cover
-    main()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+_LAZY_COMMANDS = {
+    "stream": "binlake.replica.cli:stream",
+    "sync": "binlake.spark.cli:sync",
+    "serve": "binlake.serve.cli:serve",
+    "bench": "binlake.bench.cli:bench",
+}
+"""Commands that live with their subsystem, imported only when used (a `decode` or
+`stream` run should not pay for importing the benchmark harness or the Spark glue)."""
