@@ -22,12 +22,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from binlake.changes import table_filter
     from binlake.files import read_files
-    from binlake.spark.arrow import iter_cdc_batches
+    from binlake.spark.arrow import events_to_batches
 
     t0 = time.perf_counter()
     rows = batches = 0
-    for batch in iter_cdc_batches(read_files(args.files), batch_size=args.batch_size,
-                                  tables=table_filter(args.tables), control=False):
+    for batch in events_to_batches(read_files(args.files, json_images=True),
+                                   batch_size=args.batch_size,
+                                   tables=table_filter(args.tables), statements=False):
         rows += batch.num_rows
         batches += 1
     sys.stdout.write(json.dumps({"rows": rows, "batches": batches,

@@ -71,7 +71,17 @@ class ChangeRecord:
     def _image(self, img: Any) -> dict[str, Any] | None:
         if img is None or type(img) is dict:
             return img
+        if type(img) is bytes:  # a decoder with json_images: the CDC JSON text
+            import json
+
+            return json.loads(img)
         return dict(zip(self.table_map.column_names, img))  # type: ignore[union-attr]
+
+    @property
+    def raw_images(self) -> tuple[Any, Any]:
+        """(before, after) as the decoder made them: value tuples, CDC JSON bytes (decoders
+        with `json_images`) or dicts, None where the op has no such image."""
+        return self._before, self._after
 
     @property
     def before(self) -> dict[str, Any] | None:
@@ -97,6 +107,8 @@ class ChangeRecord:
         return self._values(self._after)
 
     def _values(self, img: Any) -> tuple[Any, ...] | None:
+        if type(img) is bytes:
+            img = self._image(img)
         if img is None or type(img) is not dict:
             return img
         names = self.table_map.column_names  # type: ignore[union-attr]

@@ -6,6 +6,7 @@ same rows and positions, or both fail.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 
@@ -219,3 +220,92 @@ def test_many_pairs_and_errors_keep_the_good_rows() -> None:
     bad = row(5, b"\xff\xfe")
     with pytest.raises(UnicodeDecodeError):
         dec(bad, 0)
+
+
+# -- JSON images: the C writer against the Python encoder of spark/arrow.py -------------------
+
+def _json_pair(cols: list[ColumnInfo], present: list[bool]):
+    from binlake.binlog.columns.rowcodec import compile_json_row_decoder
+    from binlake.binlog.table_map import TableMapEvent
+    from binlake.spark.arrow import image_encoder
+
+    names = [f"c{c.index}" for c in cols]
+    named = [dataclasses.replace(c, name=n) for c, n in zip(cols, names)]
+    tm = TableMapEvent.__new__(TableMapEvent)
+    object.__setattr__(tm, "columns", named)
+    object.__setattr__(tm, "schema", "db")
+    object.__setattr__(tm, "table", "t")
+    object.__setattr__(tm, "row_decoders", {})
+    return (compile_json_row_decoder(named, names, present),
+            compile_python_row_decoder(named, present), image_encoder(tm))
+
+
+def _json_run(jdec, pydec, enc, buf: bytes) -> tuple[str, object]:
+    r = _run(pydec, buf)
+    if r[0] != "ok":
+        return r
+    return "ok", [enc(row).encode() for row in r[1][0]]
+
+
+def _c_json_run(jdec, buf: bytes) -> tuple[str, object]:
+    out: list = []
+    try:
+        pos = jdec.json_many(buf, 0, len(buf), out)
+    except ERRORS:
+        return "error", len(out)
+    assert pos == len(buf)
+    return "ok", out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape(), st.binary(max_size=300))
+def test_c_json_images_agree_with_the_python_encoder(sh, buf: bytes) -> None:
+    cols, present = sh
+    jdec, pydec, enc = _json_pair(cols, present)
+    expect, got = _json_run(jdec, pydec, enc, buf), _c_json_run(jdec, buf)
+    assert expect[0] == got[0], (expect, got, pydec.__source__)
+    assert expect[1] == got[1], (expect, got, pydec.__source__)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_c_json_images_agree_on_valid_rows(data: st.DataObject) -> None:
+    kinds = [T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.DATE, T.DATETIME2, T.TIMESTAMP2,
+             T.NEWDECIMAL, T.VARCHAR, T.BLOB]
+    n = data.draw(st.integers(1, 8))
+    cols = []
+    for i in range(n):
+        t = data.draw(st.sampled_from(kinds))
+        meta = {T.DATETIME2: data.draw(st.integers(0, 6)), T.TIMESTAMP2: data.draw(st.integers(0, 6)),
+                T.NEWDECIMAL: (data.draw(st.integers(10, 65)) << 8) | data.draw(st.integers(0, 9)),
+                T.VARCHAR: data.draw(st.sampled_from([20, 300])), T.BLOB: 2}.get(t, 0)
+        cols.append(ColumnInfo(index=i, type=t, binlog_type=t, meta=meta, nullable=True,
+                               unsigned=data.draw(st.booleans()),
+                               collation=45 if t in (T.VARCHAR, T.BLOB) else None))
+    buf = b""
+    for _ in range(data.draw(st.integers(1, 4))):
+        nulls = data.draw(st.integers(0, (1 << n) - 1))
+        buf += nulls.to_bytes((n + 7) // 8, "little")
+        for i, c in enumerate(cols):
+            if not nulls >> i & 1:
+                buf += _encode_valid(c, data.draw)
+    jdec, pydec, enc = _json_pair(cols, [True] * n)
+    expect, got = _json_run(jdec, pydec, enc, buf), _c_json_run(jdec, buf)
+    assert expect[0] == "ok" and expect == got
+
+
+def test_json_text_escapes_like_json_dumps() -> None:
+    import json
+
+    cols = [ColumnInfo(index=0, type=T.VARCHAR, binlog_type=T.VARCHAR, meta=300, nullable=True,
+                       collation=45),
+            ColumnInfo(index=1, type=T.DOUBLE, binlog_type=T.DOUBLE, meta=8, nullable=True)]
+    jdec, _, _ = _json_pair(cols, [True, True])
+    text = 'a"b\\c\n\x01\x1f\x7f é 😀 ' * 3
+    raw = text.encode()
+    buf = b"\x00" + len(raw).to_bytes(2, "little") + raw + struct.pack("<d", 0.1)
+    img, pos = jdec.json(buf, 0)
+    assert pos == len(buf)
+    assert json.loads(img) == {"c0": text, "c1": 0.1}
+    assert img == json.dumps({"c0": text, "c1": 0.1}, ensure_ascii=False,
+                             separators=(",", ":")).encode()

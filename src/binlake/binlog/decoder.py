@@ -65,8 +65,13 @@ class BinlogDecoder:
         checksum: int | None = None,
         table_resolver: TableResolver | None = None,
         table_filter: Callable[[str, str], bool] | None = None,
+        json_images: bool = False,
     ) -> None:
         self.file = file
+        self.json_images = json_images
+        """Rows events carry each image as its CDC JSON text (UTF-8 bytes) instead of value
+        tuples, written in C from the row bytes (the Arrow/Spark path; needs the extension,
+        else values as usual)."""
         self.verify_checksums = verify_checksums
         self.keys = keys
         self.allow_unknown = allow_unknown
@@ -330,7 +335,7 @@ class BinlogDecoder:
 
             return RowsEvent(**base, kind=KIND[code], table_id=table_id, flags=0, table=table,
                              rows=[], filtered=True)
-        return rows.decode_rows(code, body, base, phl, table)
+        return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images)
 
     def _decode_payload(self, body: bytes, base: dict) -> list[Event]:
         from .compression import iter_transaction_events, parse_transaction_payload

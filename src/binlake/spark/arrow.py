@@ -17,7 +17,9 @@ decoding -> Arrow to a few microseconds per row.
 """
 from __future__ import annotations
 
+from array import array
 import datetime as dt
+from itertools import accumulate
 import json
 import re
 from typing import Any, Callable, Iterable, Iterator
@@ -28,7 +30,8 @@ import pyarrow.compute as pc
 from ..binlog.constants import ColumnType as T
 from ..binlog.events import Event
 from ..binlog.table_map import TableMapEvent
-from ..changes import ChangeRecord, _formatter_for, iter_changes, json_value
+from ..cdcjson import _datetime_text, _dumps, _json_text, _str, _value_expr  # noqa: F401 (re-exported)
+from ..changes import ChangeRecord, iter_changes
 from ..values import ABSENT
 
 SEQ_TYPE = pa.struct([
@@ -76,57 +79,6 @@ def file_index(name: str | None) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _json_text(v: Any) -> Any:
-    """A JSON column value as JSON text (MariaDB's JSON is LONGTEXT: already text)."""
-    if isinstance(v, str):
-        return v
-    return json.dumps(json_value(v), ensure_ascii=False, separators=(",", ":"))
-
-
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # C: str -> JSON string
-
-
-def _datetime_text(fsp: int, utc: bool) -> Callable[[Any], str]:
-    """DATETIME/TIMESTAMP text as binlake's JSON has it ('...T...' + fsp digits [+ 'Z']), via
-    the C isoformat instead of strftime (the largest cost of encoding temporal rows)."""
-    cut = 19 + (fsp + 1 if fsp else 0)
-    zone = "Z" if utc else ""
-
-    def text(v: Any) -> str:
-        if type(v) is not dt.datetime:
-            return v.text  # InvalidTemporal: zero dates keep MySQL's text
-        return v.isoformat(timespec="microseconds")[:cut] + zone
-    return text
-
-
-def _value_expr(c: Any, name: str, ns: dict[str, Any]) -> str:
-    """Python expression turning `v` (not None, not ABSENT) into JSON text for column c."""
-    t = c.type
-    generic = ns.setdefault(f"f_{name}", _formatter_for(c))
-    ns[f"g_{name}"] = lambda v, f=generic: _dumps(f(v))
-    if c.type == T.JSON or c.is_json:
-        ns[f"j_{name}"] = _json_text
-        return f"_str(j_{name}(v))"
-    if t in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR):
-        return f"str(v) if type(v) is int else g_{name}(v)"
-    if t == T.DOUBLE:
-        return "repr(v)"
-    if t == T.FLOAT:
-        return f"repr(f_{name}(v))"
-    if t == T.NEWDECIMAL:
-        return "'\"' + format(v, 'f') + '\"'"
-    if t in (T.DATE, T.NEWDATE):
-        return "'\"' + (v.isoformat() if type(v) is _date else v.text) + '\"'"
-    if t in (T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2):
-        ns[f"d_{name}"] = _datetime_text(c.fsp, t in (T.TIMESTAMP, T.TIMESTAMP2))
-        return f"'\"' + d_{name}(v) + '\"'"
-    if t in (T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB,
-             T.LONG_BLOB, T.ENUM, T.SET):
-        return f"_str(v) if type(v) is str else g_{name}(v)"
-    return f"g_{name}(v)"
-
-
 def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
     """A compiled `image -> JSON text` for one table map (cached on the table map).
 
@@ -167,9 +119,15 @@ class CdcBatchBuilder:
     def __init__(self) -> None:
         self._rows: list[tuple[Any, ...]] = []
         self._fidx: dict[str | None, int] = {}
+        self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    @property
+    def image_bytes(self) -> int:
+        """Size of the images held (to bound a batch by memory, not only by rows)."""
+        return self._bytes
 
     def add(self, rec: ChangeRecord) -> None:
         fidx = self._fidx.get(rec.file)
@@ -177,13 +135,15 @@ class CdcBatchBuilder:
             fidx = self._fidx[rec.file] = file_index(rec.file)
         tm = rec.table_map
         if tm is not None:
-            enc = tm.row_decoders.get("spark-json") or image_encoder(tm)
-            before, after = rec.before_values, rec.after_values
+            before, after = rec.raw_images
+            if type(before) is not bytes and before is not None:
+                before = (tm.row_decoders.get("spark-json") or image_encoder(tm))(before)
+            if type(after) is not bytes and after is not None:
+                after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after)
+            self._bytes += len(before or b"") + len(after or b"")
             self._rows.append((
                 rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos, rec.row,
-                rec.inner, rec.gtid, rec.timestamp, fidx,
-                None if before is None else enc(before), None if after is None else enc(after),
-                None, None))
+                rec.inner, rec.gtid, rec.timestamp, fidx, before, after, None, None))
         else:  # statement records: truncate, ddl
             ddl = rec.ddl
             self._rows.append((
@@ -198,6 +158,7 @@ class CdcBatchBuilder:
         (op, schema, table, file, pos, end_pos, row, inner, gtid, ts, fidx, before, after,
          query, ddl) = zip(*self._rows)
         self._rows = []
+        self._bytes = 0
         i32, i64, s = pa.int32(), pa.int64(), pa.string()
         pos_a, row_a, inner_a = pa.array(pos, i64), pa.array(row, i32), pa.array(inner, i32)
         seq = pa.StructArray.from_arrays(
@@ -206,22 +167,47 @@ class CdcBatchBuilder:
         cols = [
             pa.array(op, s), pa.array(schema, s), pa.array(table, s), pa.array(file, s), pos_a,
             pa.array(end_pos, i64), row_a, inner_a, pa.array(gtid, s), ts_a, seq,
-            pa.array(before, s), pa.array(after, s), pa.array(query, s), pa.array(ddl, s),
+            _image_array(before), _image_array(after), pa.array(query, s), pa.array(ddl, s),
         ]
         return pa.RecordBatch.from_arrays(cols, schema=CDC_SCHEMA)
 
 
+def _image_array(images: tuple[Any, ...]) -> pa.Array:
+    """JSON images (UTF-8 bytes from the C encoder, str from the Python one, or None) as one
+    string array built from a single joined buffer: converting item by item would cost more
+    than writing the images did. Arrow checks the UTF-8 once for the whole buffer."""
+    vals = [v.encode() if type(v) is str else v for v in images]
+    present = [v is not None for v in vals]
+    data = b"".join([v for v in vals if v is not None])
+    if len(data) >= 1 << 31:
+        raise ValueError("a CDC batch holds 2 GiB of row images or more: lower its size")
+    offsets = array("i", [0])
+    offsets.extend(accumulate([len(v) if v is not None else 0 for v in vals]))
+    validity = None if all(present) else pa.array(present, pa.bool_()).buffers()[1]
+    arr = pa.Array.from_buffers(pa.string(), len(vals),
+                                [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    arr.validate(full=True)
+    return arr
+
+
+MAX_BATCH_BYTES = 64 << 20
+"""A batch is cut when its images reach this size: 10,000 rows of 16 KB documents would
+otherwise hold 160 MB in Python and again in Arrow."""
+
+
 def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_000,
-                     statements: bool = True) -> Iterator[pa.RecordBatch]:
+                     statements: bool = True, max_bytes: int = MAX_BATCH_BYTES
+                     ) -> Iterator[pa.RecordBatch]:
     """Change records (from files or a live stream) -> CDC batches of at most `batch_size`
-    rows, never empty. `statements=False` leaves out truncate/ddl records."""
+    rows (and about `max_bytes` of images), never empty. `statements=False` leaves out
+    truncate/ddl records."""
     builder = CdcBatchBuilder()
     add = builder.add
     for rec in records:
         if rec.table_map is None and not statements:
             continue
         add(rec)
-        if len(builder) >= batch_size:
+        if len(builder) >= batch_size or builder.image_bytes >= max_bytes:
             yield builder.flush()
     if len(builder):
         yield builder.flush()

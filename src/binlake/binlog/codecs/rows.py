@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ...errors import DecodeError
 from ...values import ABSENT, JsonPatch
-from ..columns.rowcodec import compile_row_decoder
+from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
 from ..constants import EventType as E
 from ..events import RowsEvent
 from ..table_map import TableMapEvent
@@ -50,8 +50,10 @@ def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, byte
 
 
 def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
-                table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None
-                ) -> RowsEvent:
+                table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
+                json_images: bool = False) -> RowsEvent:
+    """Rows of one event: value tuples (ABSENT outside the image), or with `json_images`
+    (and the C extension) each image as its CDC JSON text in UTF-8 bytes."""
     kind = KIND[type_code]
     table_id, flags, extra, pos = parse_rows_header(body, post_header_len)
     ncols, pos = packed_int(body, pos)
@@ -79,7 +81,11 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     rows: list[Any] = []
     end = len(body)
     partial = type_code == E.PARTIAL_UPDATE_ROWS
+    jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
     try:
+        if jdec is not None:
+            # Row bytes -> JSON images in C, no Python values (the Arrow path).
+            pos = jdec[0].json_many(body, pos, end, rows, *jdec[1:])
         many = getattr(dec_before, "many", None)  # the C decoder: the whole event in one call
         if kind != "update":
             if many is not None:
@@ -112,6 +118,23 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                           "bytes (truncated event or wrong column metadata)")
     return RowsEvent(**base, kind=kind, table_id=table_id, flags=flags, table=table, rows=rows,
                      extra_data=extra, version=VERSION.get(type_code, 2))
+
+
+def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
+                   present_after: list[bool]) -> tuple[Any, ...] | None:
+    decoders = table.row_decoders
+    key = ("json", tuple(present))
+    jb = decoders.get(key)
+    if jb is None:
+        jb = decoders[key] = compile_json_row_decoder(table.columns, table.column_names, present)
+    if jb is None or kind != "update":
+        return None if jb is None else (jb,)
+    key_a = ("json", tuple(present_after))
+    ja = decoders.get(key_a)
+    if ja is None:
+        ja = decoders[key_a] = compile_json_row_decoder(table.columns, table.column_names,
+                                                        present_after)
+    return jb, ja
 
 
 def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: list[bool],

@@ -17,6 +17,8 @@
 #include <datetime.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
+#include <stdlib.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "binlake._speedups assumes a little-endian host (the pure-Python decoder is used otherwise)"
@@ -27,24 +29,34 @@ enum {
     OP_ENUM = 6, OP_SET = 7, OP_BIT = 8, OP_DATE = 9, OP_DATETIME2 = 10, OP_TIMESTAMP2 = 11,
     OP_TIME2 = 12, OP_DECIMAL = 13, OP_LENCALL = 14, OP_NONE = 15, OP_POSCALL = 16
 };
-enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3 };
+enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3, TXT_CHARMAP = 4 };
 
 typedef struct {
     int op, a, b, c;
     PyObject *obj;       /* labels tuple, callable or codec name (owned) */
     const char *codec;   /* borrowed from obj when c == TXT_CODEC */
+    /* JSON images (optional): */
+    PyObject *fmt;       /* value -> JSON text (str), for anything not written directly */
+    PyObject *key;       /* bytes: the JSON object key and colon, '"name":' */
+    PyObject *jlabels;   /* ENUM/SET: tuple of bytes, each label JSON-escaped (no quotes) */
+    uint32_t *charmap;   /* TXT_CHARMAP: byte -> code point (0xFFFE: undefined) */
 } ColOp;
+
+typedef struct { char *p; Py_ssize_t len, cap; } Buf;
 
 typedef struct {
     PyObject_HEAD
     Py_ssize_t ncols;
     Py_ssize_t npresent;
     ColOp *ops;
+    int json;            /* built with fmt/key per column: json() and json_many() work */
+    Buf out;
 } RowDecoder;
 
 /* configured once from Python: see configure() */
 static PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
 static PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
+static PyObject *g_time_fields[5];
 
 static const int FRAC_BYTES[7] = {0, 1, 1, 2, 2, 3, 3};
 static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
@@ -57,6 +69,7 @@ static int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len) {
     return -1;
 }
 
+#define NEEDI(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return -1; } } while (0)
 #define NEED(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return NULL; } } while (0)
 
 static inline uint64_t le(const unsigned char *s, int k) {
@@ -98,6 +111,8 @@ static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
         return PyUnicode_DecodeUTF8(s, len, NULL);
     case TXT_CODEC:
         return PyUnicode_Decode(s, len, op->codec, NULL);
+    case TXT_CHARMAP:  /* single-byte charsets: their codec's decoding table, no codec call */
+        return PyUnicode_DecodeCharmap(s, len, op->obj, NULL);
     case TXT_UTF8_OR_BYTES:
         v = PyUnicode_DecodeUTF8(s, len, NULL);
         if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
@@ -195,9 +210,25 @@ static PyObject *decode_time2(const unsigned char *s, int fsp) {
     int neg = packed < 0;
     if (neg) packed = -packed;
     int64_t hms = packed >> 24, micro = packed & 0xFFFFFF;
-    return PyObject_CallFunction(g_mysqltime, "OLLLL", neg ? Py_True : Py_False,
-                                 (long long)((hms >> 12) & 0x3FF), (long long)((hms >> 6) & 0x3F),
-                                 (long long)(hms & 0x3F), (long long)micro);
+    /* MySQLTime is a frozen slots dataclass: fill its slots directly (its __init__ goes
+       through object.__setattr__ five times, which costs more than the rest of the row). */
+    PyTypeObject *tp = (PyTypeObject *)g_mysqltime;
+    PyObject *o = tp->tp_alloc(tp, 0);
+    if (o == NULL) return NULL;
+    long vals[4] = {(long)((hms >> 12) & 0x3FF), (long)((hms >> 6) & 0x3F), (long)(hms & 0x3F),
+                    (long)micro};
+    if (PyObject_GenericSetAttr(o, g_time_fields[0], neg ? Py_True : Py_False) < 0) goto fail;
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyLong_FromLong(vals[i]);
+        if (v == NULL) goto fail;
+        int rc = PyObject_GenericSetAttr(o, g_time_fields[i + 1], v);
+        Py_DECREF(v);
+        if (rc < 0) goto fail;
+    }
+    return o;
+fail:
+    Py_DECREF(o);
+    return NULL;
 }
 
 static PyObject *decode_set(const ColOp *op, uint64_t mask) {
@@ -359,6 +390,11 @@ static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned 
         }
         Py_ssize_t np = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
         if (np == -1 && PyErr_Occurred()) { Py_DECREF(res); return NULL; }
+        if (np < p || np > n) {  /* Python slices past the end without complaint */
+            Py_DECREF(res);
+            truncated(np - p, p, n);
+            return NULL;
+        }
         v = PyTuple_GET_ITEM(res, 0);
         Py_INCREF(v);
         Py_DECREF(res);
@@ -399,6 +435,541 @@ static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned c
     }
     *pp = p;
     return row;
+}
+
+
+/* ---- JSON images: row bytes -> the CDC JSON text of arrow.py, without Python values ---- */
+
+static int buf_reserve(Buf *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 256;
+    while (cap < o->len + extra) cap *= 2;
+    char *np = PyMem_Realloc(o->p, cap);
+    if (np == NULL) { PyErr_NoMemory(); return -1; }
+    o->p = np;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int put(Buf *o, const char *s, Py_ssize_t n) {
+    if (buf_reserve(o, n) < 0) return -1;
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+static inline int putch(Buf *o, char c) {
+    if (o->len >= o->cap && buf_reserve(o, 1) < 0) return -1;
+    o->p[o->len++] = c;
+    return 0;
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* JSON string body of UTF-8 bytes, escaped as json.encoder.encode_basestring does. */
+static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
+    if (buf_reserve(o, n + 2) < 0) return -1;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t j = i;
+        while (j < n && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\') j++;
+        if (put(o, (const char *)s + i, j - i) < 0) return -1;
+        if (j >= n) break;
+        unsigned char c = s[j];
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        int k = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default: esc[1] = 'u'; esc[2] = '0'; esc[3] = '0'; esc[4] = HEX[c >> 4]; esc[5] = HEX[c & 15]; k = 6;
+        }
+        if (put(o, esc, k) < 0) return -1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+/* any byte of w that is zero / below 0x20 (exact as a yes-or-no answer) */
+#define HAS_ZERO(w) (((w) - ONES) & ~(w) & HIGHS)
+#define HAS_LESS(w, c) (((w) - ONES * (c)) & ~(w) & HIGHS)
+
+/* Validate strict UTF-8 and write it JSON-escaped in one pass; 0 if the bytes are not
+   valid UTF-8 (nothing is promised about the output then), -1 on memory errors. */
+static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
+    if (buf_reserve(o, 6 * n + 2) < 0) return -1;
+    unsigned char *d = (unsigned char *)o->p + o->len;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {  /* 8 plain ASCII bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if ((w & HIGHS) | HAS_LESS(w, 0x20) | HAS_ZERO(w ^ (ONES * '"')) | HAS_ZERO(w ^ (ONES * '\\')))
+                break;
+            memcpy(d, &w, 8);
+            d += 8;
+            i += 8;
+        }
+        if (i >= n) break;
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c >= 0x20 && c != '"' && c != '\\') { *d++ = c; i++; continue; }
+            *d++ = '\\';
+            switch (c) {
+            case '"': *d++ = '"'; break;
+            case '\\': *d++ = '\\'; break;
+            case '\n': *d++ = 'n'; break;
+            case '\r': *d++ = 'r'; break;
+            case '\t': *d++ = 't'; break;
+            case '\b': *d++ = 'b'; break;
+            case '\f': *d++ = 'f'; break;
+            default: *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15];
+            }
+            i++;
+            continue;
+        }
+        int len;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c == 0xE0) { len = 3; lo = 0xA0; }
+        else if (c == 0xED) { len = 3; hi = 0x9F; }
+        else if (c >= 0xE1 && c <= 0xEF) len = 3;
+        else if (c == 0xF0) { len = 4; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) len = 4;
+        else if (c == 0xF4) { len = 4; hi = 0x8F; }
+        else return 0;
+        if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (int k = 2; k < len; k++) if ((s[i + k] & 0xC0) != 0x80) return 0;
+        memcpy(d, s + i, len);
+        d += len;
+        i += len;
+    }
+    o->len = (char *)d - o->p;
+    return 1;
+}
+
+static int put_base64(Buf *o, const unsigned char *s, Py_ssize_t n) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (buf_reserve(o, (n + 2) / 3 * 4 + 2) < 0) return -1;
+    char *d = o->p + o->len;
+    *d++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (s[i] << 16) | (s[i + 1] << 8) | s[i + 2];
+        *d++ = A[v >> 18]; *d++ = A[(v >> 12) & 63]; *d++ = A[(v >> 6) & 63]; *d++ = A[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = s[i] << 16;
+        *d++ = A[v >> 18]; *d++ = A[(v >> 12) & 63]; *d++ = '='; *d++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (s[i] << 16) | (s[i + 1] << 8);
+        *d++ = A[v >> 18]; *d++ = A[(v >> 12) & 63]; *d++ = A[(v >> 6) & 63]; *d++ = '=';
+    }
+    *d++ = '"';
+    o->len = d - o->p;
+    return 0;
+}
+
+/* A value's JSON text from the column's Python formatter (fallback paths). */
+static int put_fmt(Buf *o, const ColOp *op, PyObject *value) {
+    if (value == NULL) return -1;
+    PyObject *text = PyObject_CallOneArg(op->fmt, value);
+    Py_DECREF(value);
+    if (text == NULL) return -1;
+    if (!PyUnicode_Check(text)) {
+        Py_DECREF(text);
+        PyErr_SetString(PyExc_TypeError, "column formatter must return str");
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(text, &n);
+    int rc = u == NULL ? -1 : put(o, u, n);
+    Py_DECREF(text);
+    return rc;
+}
+
+static int put_fmt_decoded(Buf *o, const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                           Py_ssize_t n, Py_ssize_t *pp) {
+    return put_fmt(o, op, decode_value(op, bufobj, b, n, pp));
+}
+
+static int put_utf8_code(Buf *o, uint32_t cp) {
+    char t[4];
+    int k;
+    if (cp < 0x80) { t[0] = (char)cp; k = 1; }
+    else if (cp < 0x800) { t[0] = (char)(0xC0 | (cp >> 6)); t[1] = (char)(0x80 | (cp & 63)); k = 2; }
+    else if (cp < 0x10000) {
+        t[0] = (char)(0xE0 | (cp >> 12)); t[1] = (char)(0x80 | ((cp >> 6) & 63));
+        t[2] = (char)(0x80 | (cp & 63)); k = 3;
+    } else {
+        t[0] = (char)(0xF0 | (cp >> 18)); t[1] = (char)(0x80 | ((cp >> 12) & 63));
+        t[2] = (char)(0x80 | ((cp >> 6) & 63)); t[3] = (char)(0x80 | (cp & 63)); k = 4;
+    }
+    return put(o, t, k);
+}
+
+static int put_text(Buf *o, const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                    Py_ssize_t n, Py_ssize_t *pp, const unsigned char *s, Py_ssize_t len) {
+    switch (op->c) {
+    case TXT_UTF8:
+    case TXT_UTF8_OR_BYTES: {
+        Py_ssize_t save = o->len;
+        if (putch(o, '"') < 0) return -1;
+        int ok = put_utf8_escaped(o, s, len);
+        if (ok < 0) return -1;
+        if (ok) return putch(o, '"');
+        o->len = save;
+        if (op->c == TXT_UTF8_OR_BYTES) return put_base64(o, s, len);
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);  /* raises the UnicodeDecodeError */
+    }
+    case TXT_CHARMAP: {
+        Py_ssize_t save = o->len;
+        if (putch(o, '"') < 0) return -1;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            uint32_t cp = op->charmap[s[i]];
+            if (cp == 0xFFFE) { o->len = save; return put_fmt_decoded(o, op, bufobj, b, n, pp); }
+            if (cp < 0x80) {
+                if (cp >= 0x20 && cp != '"' && cp != '\\') { if (putch(o, (char)cp) < 0) return -1; }
+                else { unsigned char c = (unsigned char)cp; if (put_escaped(o, &c, 1) < 0) return -1; }
+            } else if (put_utf8_code(o, cp) < 0) return -1;
+        }
+        return putch(o, '"');
+    }
+    case TXT_BYTES:
+        return put_base64(o, s, len);
+    default:
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);
+    }
+}
+
+static int put_uint(Buf *o, uint64_t v) {
+    char t[24];
+    int k = 24;
+    do { t[--k] = (char)('0' + v % 10); v /= 10; } while (v);
+    return put(o, t + k, 24 - k);
+}
+
+static int put_int(Buf *o, int64_t v) {
+    if (v >= 0) return put_uint(o, (uint64_t)v);
+    if (putch(o, '-') < 0) return -1;
+    return put_uint(o, (uint64_t)0 - (uint64_t)v);
+}
+
+static inline char *digits2(char *d, int v) { d[0] = (char)('0' + v / 10 % 10); d[1] = (char)('0' + v % 10); return d + 2; }
+
+static int put_repr(Buf *o, double d) {
+    char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (r == NULL) return -1;
+    int rc = put(o, r, (Py_ssize_t)strlen(r));
+    PyMem_Free(r);
+    return rc;
+}
+
+/* changes.float32_text: the shortest %g (6..9 digits) that reads back as the same float32 */
+static int put_float32(Buf *o, float f) {
+    double d = f;
+    if (isfinite(d)) {
+        for (int digits = 6; digits <= 9; digits++) {
+            char t[64];
+            snprintf(t, sizeof t, "%.*g", digits, d);
+            double cand = strtod(t, NULL);
+            float back = (float)cand;
+            if (memcmp(&back, &f, 4) == 0) return put_repr(o, cand);
+        }
+    }
+    return put_repr(o, d);
+}
+
+static int put_decimal(Buf *o, const ColOp *op, const unsigned char *s) {
+    int prec = op->a, scale = op->b;
+    int intg = prec - scale, intg0 = intg / 9, intg0x = intg % 9;
+    int frac0 = scale / 9, frac0x = scale % 9;
+    int size = DIG2BYTES[intg0x] + 4 * (intg0 + frac0) + DIG2BYTES[frac0x];
+    unsigned char tmp[40];
+    char digits[100];
+    int nd = 0, at = 0;
+    memcpy(tmp, s, size);
+    int neg = !(tmp[0] & 0x80);
+    if (neg) for (int i = 0; i < size; i++) tmp[i] = (unsigned char)~tmp[i];
+    tmp[0] &= 0x7F;
+    int ngroups = (intg0x ? 1 : 0) + intg0 + frac0 + (frac0x ? 1 : 0);
+    for (int g = 0; g < ngroups; g++) {
+        int nbytes = 4, ndig = 9;
+        if (g == 0 && intg0x) { nbytes = DIG2BYTES[intg0x]; ndig = intg0x; }
+        else if (g == ngroups - 1 && frac0x) { nbytes = DIG2BYTES[frac0x]; ndig = frac0x; }
+        uint32_t v = (uint32_t)be(tmp + at, nbytes);
+        at += nbytes;
+        if (v >= POW10[ndig]) {
+            PyErr_Format(g_decode_error, "DECIMAL(%d,%d) has a digit group beyond its digits",
+                         prec, scale);
+            return -1;
+        }
+        for (int k = ndig - 1; k >= 0; k--) { digits[nd + k] = (char)('0' + v % 10); v /= 10; }
+        nd += ndig;
+    }
+    int zero = 1;
+    for (int i = 0; i < nd; i++) if (digits[i] != '0') { zero = 0; break; }
+    int first = 0;
+    while (first < intg - 1 && digits[first] == '0') first++;
+    char text[128];
+    int len = 0;
+    text[len++] = '"';
+    if (neg && !zero) text[len++] = '-';
+    if (intg == 0) text[len++] = '0';
+    else { memcpy(text + len, digits + first, intg - first); len += intg - first; }
+    if (scale) { text[len++] = '.'; memcpy(text + len, digits + intg, scale); len += scale; }
+    text[len++] = '"';
+    return put(o, text, len);
+}
+
+static int put_datetime(Buf *o, long Y, long M, long D, int h, int mi, int s, int us, int fsp,
+                        int utc) {
+    char t[48], *d = t;
+    *d++ = '"';
+    d = digits2(digits2(d, (int)(Y / 100)), (int)(Y % 100));
+    *d++ = '-'; d = digits2(d, (int)M); *d++ = '-'; d = digits2(d, (int)D);
+    *d++ = 'T'; d = digits2(d, h); *d++ = ':'; d = digits2(d, mi); *d++ = ':'; d = digits2(d, s);
+    if (fsp) {
+        char f[6];
+        for (int k = 5; k >= 0; k--) { f[k] = (char)('0' + us % 10); us /= 10; }
+        *d++ = '.';
+        memcpy(d, f, fsp);
+        d += fsp;
+    }
+    if (utc) *d++ = 'Z';
+    *d++ = '"';
+    return put(o, t, d - t);
+}
+
+/* One present, non-NULL value at *pp as JSON text; advances *pp. */
+static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                        Py_ssize_t *pp, Buf *o) {
+    Py_ssize_t p = *pp;
+    switch (op->op) {
+    case OP_INT: {
+        int k = op->a;
+        NEEDI(k);
+        uint64_t u = le(b + p, k);
+        *pp = p + k;
+        if (op->b) return put_uint(o, u);
+        if (k == 8) return put_int(o, (int64_t)u);
+        uint64_t sign = 1ULL << (8 * k - 1);
+        return put_int(o, (int64_t)(u ^ sign) - (int64_t)sign);
+    }
+    case OP_FLOAT: { float f; NEEDI(4); memcpy(&f, b + p, 4); *pp = p + 4; return put_float32(o, f); }
+    case OP_DOUBLE: { double d; NEEDI(8); memcpy(&d, b + p, 8); *pp = p + 8; return put_repr(o, d); }
+    case OP_YEAR: { NEEDI(1); int y = b[p]; *pp = p + 1; return put_int(o, y ? 1900 + y : 0); }
+    case OP_BIT: { NEEDI(op->a); uint64_t v = be(b + p, op->a); *pp = p + op->a; return put_uint(o, v); }
+    case OP_NONE: return put(o, "null", 4);
+    case OP_DECIMAL: {
+        int intg = op->a - op->b;
+        int size = DIG2BYTES[intg % 9] + 4 * (intg / 9 + op->b / 9) + DIG2BYTES[op->b % 9];
+        NEEDI(size);
+        if (put_decimal(o, op, b + p) < 0) return -1;
+        *pp = p + size;
+        return 0;
+    }
+    case OP_DATE: {
+        NEEDI(3);
+        long x = (long)le(b + p, 3);
+        long y = x >> 9, m = (x >> 5) & 15, d = x & 31;
+        if (!valid_date(y, m, d)) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        char t[16], *e = t;
+        *e++ = '"';
+        e = digits2(digits2(e, (int)(y / 100)), (int)(y % 100));
+        *e++ = '-'; e = digits2(e, (int)m); *e++ = '-'; e = digits2(e, (int)d);
+        *e++ = '"';
+        *pp = p + 3;
+        return put(o, t, e - t);
+    }
+    case OP_DATETIME2: {
+        int fsp = op->a, fb = FRAC_BYTES[fsp];
+        NEEDI(5 + fb);
+        int64_t x = (int64_t)be(b + p, 5) - 0x8000000000LL;
+        int us = frac_us(b + p + 5, fsp);
+        if (x >= 0) {
+            int64_t ymd = x >> 17, ym = ymd >> 5, hms = x & 0x1FFFF;
+            long Y = (long)(ym / 13), M = (long)(ym % 13), D = (long)(ymd & 31);
+            int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
+            if (valid_date(Y, M, D) && h < 24 && mi < 60 && s < 60 && us < 1000000) {
+                *pp = p + 5 + fb;
+                return put_datetime(o, Y, M, D, h, mi, s, us, fsp, 0);
+            }
+        }
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);
+    }
+    case OP_TIMESTAMP2: {
+        int fsp = op->a, fb = FRAC_BYTES[fsp];
+        NEEDI(4 + fb);
+        uint64_t secs = be(b + p, 4);
+        int us = frac_us(b + p + 4, fsp);
+        if (!secs || us >= 1000000) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
+        int64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+        int64_t m = mp < 10 ? mp + 3 : mp - 9;
+        if (m <= 2) y++;
+        *pp = p + 4 + fb;
+        return put_datetime(o, (long)y, (long)m, (long)d, (int)(rem / 3600), (int)(rem / 60 % 60),
+                            (int)(rem % 60), us, fsp, 1);
+    }
+    case OP_TIME2: {
+        int fsp = op->a, size = 3 + FRAC_BYTES[fsp];
+        NEEDI(size);
+        PyObject *v = decode_time2(b + p, fsp);
+        if (v == NULL) return -1;
+        *pp = p + size;
+        return put_fmt(o, op, v);
+    }
+    case OP_STR: {
+        NEEDI(op->a);
+        Py_ssize_t len = (Py_ssize_t)le(b + p, op->a);
+        NEEDI(op->a + len);
+        const unsigned char *s = b + p + op->a;
+        if (op->b && len < op->b) {  /* BINARY(n): the value has its trailing zero bytes */
+            unsigned char *padded = PyMem_Malloc(op->b);
+            if (padded == NULL) { PyErr_NoMemory(); return -1; }
+            memcpy(padded, s, len);
+            memset(padded + len, 0, op->b - len);
+            int rc = put_base64(o, padded, op->b);
+            PyMem_Free(padded);
+            if (rc == 0) *pp = p + op->a + len;
+            return rc;
+        }
+        Py_ssize_t save = o->len;
+        int rc = put_text(o, op, bufobj, b, n, pp, s, len);
+        if (rc == 0 && *pp == p) *pp = p + op->a + len;  /* written directly */
+        else if (rc < 0) o->len = save;
+        return rc;
+    }
+    case OP_ENUM: {
+        NEEDI(op->a);
+        uint64_t idx = le(b + p, op->a);
+        if (op->jlabels == NULL || op->jlabels == Py_None) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        Py_ssize_t cnt = PyTuple_GET_SIZE(op->jlabels);
+        if (idx == 0) { *pp = p + op->a; return put(o, "\"\"", 2); }
+        if (idx > (uint64_t)cnt) return put_fmt_decoded(o, op, bufobj, b, n, pp);  /* raises */
+        PyObject *lab = PyTuple_GET_ITEM(op->jlabels, idx - 1);
+        *pp = p + op->a;
+        if (putch(o, '"') < 0 || put(o, PyBytes_AS_STRING(lab), PyBytes_GET_SIZE(lab)) < 0) return -1;
+        return putch(o, '"');
+    }
+    case OP_SET: {
+        NEEDI(op->a);
+        uint64_t mask = le(b + p, op->a);
+        if (op->jlabels == NULL || op->jlabels == Py_None) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        Py_ssize_t cnt = PyTuple_GET_SIZE(op->jlabels);
+        if (cnt < 64 && (mask >> cnt)) return put_fmt_decoded(o, op, bufobj, b, n, pp);  /* raises */
+        *pp = p + op->a;
+        if (putch(o, '"') < 0) return -1;
+        int first = 1;
+        for (Py_ssize_t i = 0; i < cnt && i < 64; i++) {
+            if (!((mask >> i) & 1)) continue;
+            if (!first && putch(o, ',') < 0) return -1;
+            first = 0;
+            PyObject *lab = PyTuple_GET_ITEM(op->jlabels, i);
+            if (put(o, PyBytes_AS_STRING(lab), PyBytes_GET_SIZE(lab)) < 0) return -1;
+        }
+        return putch(o, '"');
+    }
+    default:
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);
+    }
+}
+
+/* One row image at *pp -> the JSON object text as bytes; advances *pp. */
+static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                            Py_ssize_t n, Py_ssize_t *pp) {
+    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8;
+    NEED(nb);
+    const unsigned char *nulls = b + p;
+    p += nb;
+    Buf *o = &self->out;
+    o->len = 0;
+    if (putch(o, '{') < 0) return NULL;
+    Py_ssize_t k = 0;
+    int first = 1;
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        const ColOp *op = &self->ops[i];
+        if (op->op == OP_ABSENT) continue;
+        if (!first && putch(o, ',') < 0) return NULL;
+        first = 0;
+        if (put(o, PyBytes_AS_STRING(op->key), PyBytes_GET_SIZE(op->key)) < 0) return NULL;
+        if (nulls[k >> 3] & (1 << (k & 7))) { if (put(o, "null", 4) < 0) return NULL; }
+        else if (encode_value(op, bufobj, b, n, &p, o) < 0) return NULL;
+        k++;
+    }
+    if (putch(o, '}') < 0) return NULL;
+    *pp = p;
+    return PyBytes_FromStringAndSize(o->p, o->len);
+}
+
+static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
+    PyObject *bufobj;
+    Py_ssize_t p;
+    Py_buffer view;
+    if (!self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
+    if (!PyArg_ParseTuple(args, "On", &bufobj, &p)) return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (p < 0) p = 0;
+    PyObject *img = encode_row(self, bufobj, view.buf, view.len, &p);
+    PyBuffer_Release(&view);
+    if (img == NULL) return NULL;
+    return Py_BuildValue("(Nn)", img, p);
+}
+
+/* json_many(buf, pos, end, out[, after]) -> pos: like many(), images as JSON bytes. */
+static PyObject *RowDecoder_json_many(RowDecoder *self, PyObject *args) {
+    PyObject *bufobj, *out, *after = Py_None;
+    Py_ssize_t p, end;
+    Py_buffer view;
+    if (!self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
+    if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
+    RowDecoder *adec = NULL;
+    if (after != Py_None) {
+        if (Py_TYPE(after) != Py_TYPE((PyObject *)self) || !((RowDecoder *)after)->json) {
+            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder with JSON formatters");
+            return NULL;
+        }
+        adec = (RowDecoder *)after;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    if (p < 0) p = 0;
+    const unsigned char *b = view.buf;
+    if (self->npresent == 0 && p < end) {
+        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
+        goto fail;
+    }
+    while (p < end) {
+        PyObject *row = encode_row(self, bufobj, b, end, &p);
+        if (row == NULL) goto fail;
+        if (adec != NULL) {
+            PyObject *arow = encode_row(adec, bufobj, b, end, &p);
+            if (arow == NULL) { Py_DECREF(row); goto fail; }
+            PyObject *pair = PyTuple_Pack(2, row, arow);
+            Py_DECREF(row);
+            Py_DECREF(arow);
+            if (pair == NULL) goto fail;
+            row = pair;
+        }
+        int rc = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (rc < 0) goto fail;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(p);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
 }
 
 static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw) {
@@ -460,11 +1031,20 @@ fail:
     return NULL;
 }
 
+static void free_op(ColOp *op) {
+    Py_XDECREF(op->obj);
+    Py_XDECREF(op->fmt);
+    Py_XDECREF(op->key);
+    Py_XDECREF(op->jlabels);
+    PyMem_Free(op->charmap);
+}
+
 static void RowDecoder_dealloc(RowDecoder *self) {
     if (self->ops != NULL) {
-        for (Py_ssize_t i = 0; i < self->ncols; i++) Py_XDECREF(self->ops[i].obj);
+        for (Py_ssize_t i = 0; i < self->ncols; i++) free_op(&self->ops[i]);
         PyMem_Free(self->ops);
     }
+    PyMem_Free(self->out.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -478,12 +1058,41 @@ static int RowDecoder_init(RowDecoder *self, PyObject *args, PyObject *kw) {
     ColOp *ops = PyMem_Calloc(ncols ? ncols : 1, sizeof(ColOp));
     if (ops == NULL) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
     Py_ssize_t npresent = 0;
+    int json = 0;
     for (Py_ssize_t i = 0; i < ncols; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(fast, i), *obj;
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i), *obj, *fmt = NULL, *key = NULL, *jl = NULL;
         ColOp *op = &ops[i];
-        if (!PyArg_ParseTuple(item, "iiiiO", &op->op, &op->a, &op->b, &op->c, &obj)) goto fail;
+        if (!PyArg_ParseTuple(item, "iiiiO|OSO", &op->op, &op->a, &op->b, &op->c, &obj, &fmt, &key, &jl))
+            goto fail;
         Py_INCREF(obj);
         op->obj = obj;
+        if (i == 0) json = fmt != NULL;
+        if ((fmt != NULL) != json || (fmt != NULL && key == NULL)) {
+            PyErr_SetString(PyExc_TypeError, "give (fmt, key[, labels]) for every column or none");
+            goto fail;
+        }
+        if (fmt != NULL) {
+            Py_INCREF(fmt); op->fmt = fmt;
+            Py_INCREF(key); op->key = key;
+            if (jl != NULL && jl != Py_None) {
+                if (!PyTuple_Check(jl)) { PyErr_SetString(PyExc_TypeError, "labels must be a tuple"); goto fail; }
+                for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(jl); j++)
+                    if (!PyBytes_Check(PyTuple_GET_ITEM(jl, j))) {
+                        PyErr_SetString(PyExc_TypeError, "JSON labels must be bytes");
+                        goto fail;
+                    }
+                Py_INCREF(jl); op->jlabels = jl;
+            }
+        }
+        if (op->op == OP_STR && op->c == TXT_CHARMAP) {
+            if (!PyUnicode_Check(obj) || PyUnicode_GET_LENGTH(obj) != 256) {
+                PyErr_SetString(PyExc_TypeError, "charmap must be a 256-character str");
+                goto fail;
+            }
+            op->charmap = PyMem_Malloc(256 * sizeof(uint32_t));
+            if (op->charmap == NULL) { PyErr_NoMemory(); goto fail; }
+            for (int j = 0; j < 256; j++) op->charmap[j] = PyUnicode_ReadChar(obj, j);
+        }
         if (op->op < OP_ABSENT || op->op > OP_POSCALL) {
             PyErr_Format(PyExc_ValueError, "unknown column op %d", op->op);
             goto fail;
@@ -522,9 +1131,10 @@ static int RowDecoder_init(RowDecoder *self, PyObject *args, PyObject *kw) {
     self->ops = ops;
     self->ncols = ncols;
     self->npresent = npresent;
+    self->json = json;
     return 0;
 fail:
-    for (Py_ssize_t i = 0; i < ncols; i++) Py_XDECREF(ops[i].obj);
+    for (Py_ssize_t i = 0; i < ncols; i++) free_op(&ops[i]);
     PyMem_Free(ops);
     Py_DECREF(fast);
     return -1;
@@ -534,6 +1144,10 @@ static PyMethodDef RowDecoder_methods[] = {
     {"many", (PyCFunction)RowDecoder_many, METH_VARARGS,
      "many(buf, pos, end, out[, after]) -> pos: append each row image in [pos, end) to out "
      "(with after: (before, after) pairs of an update)."},
+    {"json", (PyCFunction)RowDecoder_json, METH_VARARGS,
+     "json(buf, pos) -> (image as JSON bytes, pos) (decoders built with formatters only)."},
+    {"json_many", (PyCFunction)RowDecoder_json_many, METH_VARARGS,
+     "json_many(buf, pos, end, out[, after]) -> pos: like many(), images as JSON bytes."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -554,6 +1168,10 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
     if (!PyArg_ParseTuple(args, "OOOOOOO", &absent, &decimal, &mysqltime, &decode_error,
                           &date_fb, &dt2_fb, &ts2_fb)) return NULL;
+    if (!PyType_Check(mysqltime)) {
+        PyErr_SetString(PyExc_TypeError, "MySQLTime must be a class");
+        return NULL;
+    }
 #define SET(g, v) do { Py_INCREF(v); Py_XSETREF(g, v); } while (0)
     SET(g_absent, absent); SET(g_decimal, decimal); SET(g_mysqltime, mysqltime);
     SET(g_decode_error, decode_error); SET(g_date_fb, date_fb); SET(g_dt2_fb, dt2_fb);
@@ -578,6 +1196,11 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0) return NULL;
+    static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};
+    for (int i = 0; i < 5; i++) {
+        g_time_fields[i] = PyUnicode_InternFromString(names[i]);
+        if (g_time_fields[i] == NULL) return NULL;
+    }
     g_empty = PyUnicode_FromString("");
     g_comma = PyUnicode_FromString(",");
     if (g_empty == NULL || g_comma == NULL) return NULL;

@@ -295,11 +295,34 @@ def compile_c_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool]
     return _c_module.RowDecoder(_c_ops(columns, present, partial_json))
 
 
+def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str],
+                             present: Sequence[bool]) -> RowDecoder | None:
+    """A C decoder that also writes row images straight to CDC JSON text (`json_many`), or
+    None without the extension: the Arrow path then encodes the Python values instead."""
+    if _speedups is None:
+        return None
+    key = ("json", _signature(columns), tuple(names), tuple(present))
+    fn = _CACHE.get(key)
+    if fn is None:
+        from ...cdcjson import _str, value_text_function
+
+        ops = []
+        for c, name, op in zip(columns, names, _c_ops(columns, present, frozenset())):
+            labels = op[4] if op[0] in (OP_ENUM, OP_SET) else None
+            jlabels = (tuple(_str(x)[1:-1].encode() for x in labels)
+                       if labels is not None else None)
+            ops.append((*op, value_text_function(c), (_str(name) + ":").encode(), jlabels))
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        fn = _CACHE[key] = _speedups.RowDecoder(ops)
+    return fn
+
+
 # -- the C decoder's column ops (see _speedups.c) --------------------------------------------
 
 (OP_ABSENT, OP_INT, OP_FLOAT, OP_DOUBLE, OP_YEAR, OP_STR, OP_ENUM, OP_SET, OP_BIT, OP_DATE,
  OP_DATETIME2, OP_TIMESTAMP2, OP_TIME2, OP_DECIMAL, OP_LENCALL, OP_NONE, OP_POSCALL) = range(17)
-TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES = range(4)
+TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP = range(5)
 _INT_SIZES = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 
 
@@ -313,7 +336,23 @@ def _text_mode(c: ColumnInfo, blob: bool) -> tuple[int, Any]:
         return TXT_BYTES, None
     if codecs.lookup(codec).name == "utf-8":
         return TXT_UTF8, None
+    table = _charmap_table(codec)
+    if table is not None:
+        return TXT_CHARMAP, table
     return TXT_CODEC, codec
+
+
+def _charmap_table(codec: str) -> str | None:
+    """The decoding table of a single-byte charmap codec (cp1252, ...), if it is one."""
+    import importlib
+
+    name = codecs.lookup(codec).name.replace("-", "_")
+    try:
+        mod = importlib.import_module(f"encodings.{name}")
+    except ImportError:
+        return None
+    table = getattr(mod, "decoding_table", None)
+    return table if isinstance(table, str) and len(table) == 256 else None
 
 
 def _string_max_len(c: ColumnInfo) -> int:
