@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from array import array
 import datetime as dt
-from itertools import accumulate
+from itertools import accumulate, repeat
 import json
 import re
 from typing import Any, Callable, Iterable, Iterator
@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..binlog.constants import ColumnType as T
-from ..binlog.events import Event
+from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
 from ..cdcjson import _datetime_text, _dumps, _json_text, _str, _value_expr  # noqa: F401 (re-exported)
-from ..changes import ChangeRecord, iter_changes
+from ..changes import ChangeRecord, ChangeTracker
 from ..values import ABSENT
 
 SEQ_TYPE = pa.struct([
@@ -151,6 +151,36 @@ class CdcBatchBuilder:
                 rec.inner, rec.gtid, rec.timestamp, fidx, None, None, rec.statement,
                 _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None))
 
+    def add_rows(self, ev: RowsEvent, gtid: str | None) -> None:
+        """Every row of a rows event, as `add` would add its records one by one."""
+        rows = ev.rows
+        n = len(rows)
+        if not n:
+            return
+        fidx = self._fidx.get(ev.file)
+        if fidx is None:
+            fidx = self._fidx[ev.file] = file_index(ev.file)
+        kind = ev.kind
+        if kind == "update":
+            before: Any = [r[0] for r in rows]
+            after: Any = [r[1] for r in rows]
+        elif kind == "insert":
+            before, after = repeat(None, n), rows
+        else:
+            before, after = rows, repeat(None, n)
+        if type(rows[0]) is not bytes and not (kind == "update" and type(rows[0][0]) is bytes):
+            enc = ev.table.row_decoders.get("spark-json") or image_encoder(ev.table)
+            before = [None if v is None else enc(v) for v in before]
+            after = [None if v is None else enc(v) for v in after]
+        before, after = list(before), list(after)
+        self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
+        tm = ev.table
+        self._rows.extend(zip(
+            repeat(kind, n), repeat(tm.schema, n), repeat(tm.table, n), repeat(ev.file, n),
+            repeat(ev.offset, n), repeat(ev.end, n), range(n), repeat(ev.inner_index, n),
+            repeat(gtid, n), repeat(ev.timestamp, n), repeat(fidx, n), before, after,
+            repeat(None, n), repeat(None, n)))
+
     def flush(self) -> pa.RecordBatch:
         """The accumulated records as one batch in CDC_SCHEMA; the builder starts empty."""
         if not self._rows:
@@ -215,8 +245,28 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
 
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       tables: Callable[[str, str], bool] | None = None,
-                      statements: bool = True) -> Iterator[pa.RecordBatch]:
-    """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`."""
-    return iter_cdc_batches(iter_changes(events, tables), batch_size=batch_size,
-                            statements=statements)
+                      statements: bool = True, max_bytes: int = MAX_BATCH_BYTES
+                      ) -> Iterator[pa.RecordBatch]:
+    """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.
 
+    Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
+    made with `json_images=True` the images are already JSON, so the Python work per row is
+    one tuple.
+    """
+    tracker = ChangeTracker(tables)
+    builder = CdcBatchBuilder()
+    for ev in events:
+        if isinstance(ev, RowsEvent):
+            tm = ev.table
+            if tables is not None and not tables(tm.schema, tm.table):
+                continue
+            builder.add_rows(ev, tracker.gtid)
+        else:
+            for rec in tracker.records(ev):
+                if rec.table_map is None and not statements:
+                    continue
+                builder.add(rec)
+        if len(builder) >= batch_size or builder.image_bytes >= max_bytes:
+            yield builder.flush()
+    if len(builder):
+        yield builder.flush()

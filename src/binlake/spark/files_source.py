@@ -107,6 +107,6 @@ class BinlogFilesReader(DataSourceReader):
             from ..binlog.encryption import load_key_file
 
             keys = load_key_file(Path(self.key_file).read_text())
-        events = read_events(partition.path, keys=keys)
+        events = read_events(partition.path, keys=keys, json_images=True)
         yield from events_to_batches(events, batch_size=self.batch_size,
                                      tables=table_filter(self.tables), statements=self.statements)

@@ -188,7 +188,7 @@ static PyObject *timestamp_utc(uint64_t secs, int us) {
         PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType);
 }
 
-static PyObject *decode_time2(const unsigned char *s, int fsp) {
+static void time2_parts(const unsigned char *s, int fsp, int *negp, int64_t *hmsp, int64_t *microp) {
     int64_t packed;
     if (fsp >= 5) {
         packed = (int64_t)be(s, 6) - 0x800000000000LL;
@@ -209,7 +209,15 @@ static PyObject *decode_time2(const unsigned char *s, int fsp) {
     }
     int neg = packed < 0;
     if (neg) packed = -packed;
-    int64_t hms = packed >> 24, micro = packed & 0xFFFFFF;
+    *negp = neg;
+    *hmsp = packed >> 24;
+    *microp = packed & 0xFFFFFF;
+}
+
+static PyObject *decode_time2(const unsigned char *s, int fsp) {
+    int neg;
+    int64_t hms, micro;
+    time2_parts(s, fsp, &neg, &hms, &micro);
     /* MySQLTime is a frozen slots dataclass: fill its slots directly (its __init__ goes
        through object.__setattr__ five times, which costs more than the rest of the row). */
     PyTypeObject *tp = (PyTypeObject *)g_mysqltime;
@@ -824,10 +832,32 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
     case OP_TIME2: {
         int fsp = op->a, size = 3 + FRAC_BYTES[fsp];
         NEEDI(size);
-        PyObject *v = decode_time2(b + p, fsp);
-        if (v == NULL) return -1;
+        int neg;
+        int64_t hms, micro;
+        time2_parts(b + p, fsp, &neg, &hms, &micro);
+        if (micro > 999999) {  /* not a valid TIME: the Python formatter's digits */
+            PyObject *v = decode_time2(b + p, fsp);
+            if (v == NULL) return -1;
+            *pp = p + size;
+            return put_fmt(o, op, v);
+        }
         *pp = p + size;
-        return put_fmt(o, op, v);
+        char t[40], *d = t;
+        *d++ = '"';
+        if (neg) *d++ = '-';
+        int hours = (int)((hms >> 12) & 0x3FF);
+        if (hours >= 100) { if (hours >= 1000) *d++ = (char)('0' + hours / 1000); *d++ = (char)('0' + hours / 100 % 10); }
+        d = digits2(d, hours % 100);
+        *d++ = ':'; d = digits2(d, (int)((hms >> 6) & 0x3F)); *d++ = ':'; d = digits2(d, (int)(hms & 0x3F));
+        if (fsp) {
+            char f[6];
+            for (int k = 5; k >= 0; k--) { f[k] = (char)('0' + micro % 10); micro /= 10; }
+            *d++ = '.';
+            memcpy(d, f, fsp);
+            d += fsp;
+        }
+        *d++ = '"';
+        return put(o, t, d - t);
     }
     case OP_STR: {
         NEEDI(op->a);
