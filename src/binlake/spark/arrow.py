@@ -151,9 +151,11 @@ class CdcBatchBuilder:
                 rec.inner, rec.gtid, rec.timestamp, fidx, None, None, rec.statement,
                 _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None))
 
-    def add_rows(self, ev: RowsEvent, gtid: str | None) -> None:
-        """Every row of a rows event, as `add` would add its records one by one."""
-        rows = ev.rows
+    def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
+                 stop: int | None = None) -> None:
+        """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
+        rows = ev.rows if start == 0 and (stop is None or stop >= len(ev.rows)) else \
+            ev.rows[start:stop]
         n = len(rows)
         if not n:
             return
@@ -177,7 +179,8 @@ class CdcBatchBuilder:
         tm = ev.table
         self._rows.extend(zip(
             repeat(kind, n), repeat(tm.schema, n), repeat(tm.table, n), repeat(ev.file, n),
-            repeat(ev.offset, n), repeat(ev.end, n), range(n), repeat(ev.inner_index, n),
+            repeat(ev.offset, n), repeat(ev.end, n), range(start, start + n),
+            repeat(ev.inner_index, n),
             repeat(gtid, n), repeat(ev.timestamp, n), repeat(fidx, n), before, after,
             repeat(None, n), repeat(None, n)))
 
@@ -260,7 +263,13 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
             tm = ev.table
             if tables is not None and not tables(tm.schema, tm.table):
                 continue
-            builder.add_rows(ev, tracker.gtid)
+            i, n = 0, len(ev.rows)
+            while i < n:  # a big event is cut to keep batches within batch_size
+                step = max(1, batch_size - len(builder))
+                builder.add_rows(ev, tracker.gtid, i, i + step)
+                i += step
+                if i < n and (len(builder) >= batch_size or builder.image_bytes >= max_bytes):
+                    yield builder.flush()
         else:
             for rec in tracker.records(ev):
                 if rec.table_map is None and not statements:
