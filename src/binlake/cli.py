@@ -181,3 +181,11 @@ _LAZY_COMMANDS = {
 }
 """Commands that live with their subsystem, imported only when used (a `decode` or
 `stream` run should not pay for importing the benchmark harness or the Spark glue)."""
+
+
+def run() -> None:  # pragma: no cover
+    main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
