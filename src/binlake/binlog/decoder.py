@@ -122,7 +122,8 @@ class BinlogDecoder:
                                   file=self.file, offset=offset)
             if avail < size:
                 return
-            raw = bytes(buf[start:start + size])
+            with memoryview(buf) as view:  # one copy (a bytearray slice would make two)
+                raw = view[start:start + size].tobytes()
             self._read = start + size
             yield from self.decode_event(raw, offset)
 
@@ -213,7 +214,8 @@ class BinlogDecoder:
                 raise TruncatedError(f"{tname} too short for its checksum", event_type=tname)
             if self.verify_checksums:
                 expected = int.from_bytes(raw[-4:], "little")
-                actual = zlib.crc32(raw[:-4])
+                with memoryview(raw) as view:
+                    actual = zlib.crc32(view[:-4])
                 if expected != actual:
                     raise ChecksumError(f"CRC32 mismatch: stored 0x{expected:08x}, "
                                         f"computed 0x{actual:08x}", event_type=tname)
