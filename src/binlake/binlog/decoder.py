@@ -325,7 +325,8 @@ class BinlogDecoder:
     def _decode_rows(self, code: int, body: bytes, base: dict) -> Event:
         phl = self._post_header_len(code, 10 if code in (E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2,
                                                        E.DELETE_ROWS_V2, E.PARTIAL_UPDATE_ROWS) else 8)
-        table_id, _, _, _ = rows.parse_rows_header(body, phl)
+        head = rows.parse_rows_header(body, phl)
+        table_id = head[0]
         table = self.tables.get(table_id)
         if table is None:
             raise DecodeError(f"rows event for table id {table_id} without a preceding TABLE_MAP",
@@ -337,7 +338,8 @@ class BinlogDecoder:
 
             return RowsEvent(**base, kind=KIND[code], table_id=table_id, flags=0, table=table,
                              rows=[], filtered=True)
-        return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images)
+        return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images,
+                                header=head)
 
     def _decode_payload(self, body: bytes, base: dict) -> list[Event]:
         from .compression import iter_transaction_events, parse_transaction_payload

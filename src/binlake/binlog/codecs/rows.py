@@ -6,6 +6,7 @@ then rows: each row image is a null bitmap over the present columns plus the val
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Any, Callable
 
 from ...errors import DecodeError
@@ -33,6 +34,12 @@ VERSION = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
 PARTIAL_JSON_UPDATES = 1  # value_options bit in PARTIAL_UPDATE_ROWS
 
 
+@lru_cache(maxsize=4096)
+def _present(bitmap: bytes, ncols: int) -> tuple[bool, ...]:
+    """Columns-present bitmap -> tuple (the same few bitmaps come in every event)."""
+    return tuple(bitmap_bits(bitmap, ncols))
+
+
 def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, bytes, int]:
     """(table_id, flags, extra_data, position of the column count)."""
     id_len = 4 if post_header_len == 6 else 6
@@ -51,11 +58,12 @@ def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, byte
 
 def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                 table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
-                json_images: bool = False) -> RowsEvent:
+                json_images: bool = False,
+                header: tuple[int, int, bytes, int] | None = None) -> RowsEvent:
     """Rows of one event: value tuples (ABSENT outside the image), or with `json_images`
     (and the C extension) each image as its CDC JSON text in UTF-8 bytes."""
     kind = KIND[type_code]
-    table_id, flags, extra, pos = parse_rows_header(body, post_header_len)
+    table_id, flags, extra, pos = header or parse_rows_header(body, post_header_len)
     ncols, pos = packed_int(body, pos)
     if ncols != len(table.columns):
         raise DecodeError(
@@ -63,18 +71,18 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
             f"{len(table.columns)}")
     bm_len = (ncols + 7) // 8
     present_b, pos = raw(body, pos, bm_len, "columns-present bitmap")
-    present = bitmap_bits(present_b, ncols)  # masked by count: MySQL sets unused high bits
+    present = _present(present_b, ncols)  # masked by count: MySQL sets unused high bits
     present_after = present
     if kind == "update":
         after_b, pos = raw(body, pos, bm_len, "columns-present-after bitmap")
-        present_after = bitmap_bits(after_b, ncols)
+        present_after = _present(after_b, ncols)
     if pos < len(body) and not any(present) and not any(present_after):
         # Images of no columns take no bytes: the rows could never be delimited.
         raise DecodeError(f"rows event for {table.qualified_name} has row data but no columns "
                           "in its images")
 
     decoders = table.row_decoders
-    key_b = tuple(present)
+    key_b = present
     dec_before = decoders.get(key_b)
     if dec_before is None:
         dec_before = decoders[key_b] = compile_row_decoder(table.columns, present)
@@ -94,7 +102,7 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                 row, pos = dec_before(body, pos)
                 rows.append(row)
         else:
-            key_a = ("after", tuple(present_after))
+            key_a = ("after", present_after)
             dec_after = decoders.get(key_a)
             if dec_after is None:
                 dec_after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
