@@ -20,7 +20,8 @@ from .compare import comparable
               help="Tables to sync: 'db.*,db2.t' (shell patterns). Required with a URL.")
 @click.option("--warehouse", type=click.Path(file_okay=False), default="warehouse",
               show_default=True,
-              help="Folder of Delta tables (<schema>/<table>); checkpoint and state in _binlake/.")
+              help="Folder of Delta tables (<schema>/<table>); checkpoint, schema history "
+                   "and state in _binlake/.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--once", is_flag=True, help="Catch up to the primary's current end, then exit.")
 @click.option("--scd", "scd_type", type=click.Choice(["1", "2"]), default="1", show_default=True,

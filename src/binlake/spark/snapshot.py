@@ -228,6 +228,10 @@ class SnapshotTable:
     """(name, type, charset) of every column at planning: each chunk checks it is unchanged."""
     mariadb: bool = False
     """MariaDB keeps JSON as the text written; MySQL's binlog carries a parsed document."""
+    model: Any = field(default=None, compare=False, repr=False)
+    """The table's `TableDef` at planning (information_schema, as the schema history reads
+    it): fills what a TABLE_MAP without FULL metadata lacks during the backfill."""
+    collations: Any = field(default=None, compare=False, repr=False)
 
     @property
     def kinds(self) -> tuple[str | None, ...]:
@@ -297,10 +301,12 @@ def describe_table(cur: Any, schema: str, table: str, key: Sequence[str] | None 
                                 hint='choose a unique NOT NULL key (option "keys") or allow the '
                                      'whole-table read (noKeyPolicy "full")')
         return SnapshotTable(td.schema, td.name, spec, (), False,
-                             column_signature(cur, schema, table), _flavor(cur) == "mariadb")
+                             column_signature(cur, schema, table), _flavor(cur) == "mariadb",
+                             td, cat.collations)
     types = [spec.column(k).type for k in chosen]
     return SnapshotTable(td.schema, td.name, spec, chosen, all(t in _CHUNKABLE for t in types),
-                         column_signature(cur, schema, table), _flavor(cur) == "mariadb")
+                         column_signature(cur, schema, table), _flavor(cur) == "mariadb",
+                         td, cat.collations)
 
 
 def column_signature(cur: Any, schema: str, table: str) -> tuple[tuple[Any, ...], ...]:
@@ -488,20 +494,24 @@ def _parse_tables(cur: Any, spec: str) -> list[tuple[str, str]]:
 
 
 def check_server(cur: Any) -> str:
-    """The binlog settings an exact snapshot relies on; returns the flavor."""
+    """The binlog settings an exact snapshot relies on; returns the flavor.
+
+    binlog_row_metadata may be MINIMAL: the backfill takes names, signedness and charsets from
+    the table's model read at planning (its shape cannot change in the window: DDL on it stops
+    the chunk), after checking every TABLE_MAP's column types against it.
+    """
     flavor = _flavor(cur)
-    names = ["log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata"]
+    names = ["log_bin", "binlog_format", "binlog_row_image"]
     values = dict(zip(names, _rows(cur, "SELECT @@global.log_bin, @@global.binlog_format, "
-                                        "@@global.binlog_row_image, "
-                                        "@@global.binlog_row_metadata")[0]))
-    want = {"log_bin": "1", "binlog_format": "ROW", "binlog_row_image": "FULL",
-            "binlog_row_metadata": "FULL"}
+                                        "@@global.binlog_row_image")[0]))
+    want = {"log_bin": "1", "binlog_format": "ROW", "binlog_row_image": "FULL"}
     wrong = [f"{k}={values[k]} (needs {v})" for k, v in want.items()
              if str(values[k]).upper() != v]
     if wrong:
         raise SnapshotError("the server's binlog settings do not allow an exact snapshot: "
                             + "; ".join(wrong),
-                            hint="row images must be complete and name their columns")
+                            hint="row images must be complete (binlog_format=ROW, "
+                                 "binlog_row_image=FULL)")
     return flavor
 
 
@@ -605,6 +615,20 @@ class _ShapeGuard:
         hit = self._seen.get(id(tm))
         if hit is not None and hit[0] is tm:
             return hit[1]
+        orig = tm
+        if self.t.model is not None and any(c.name is None for c in tm.columns):
+            # binlog_row_metadata=MINIMAL: names, signedness and charsets from the model,
+            # once the TABLE_MAP's column types are those of the model.
+            from ..schema.tracker import binlog_describe, compare, fill
+
+            problems = compare(self.t.model, tm, self.t.collations)
+            if problems:
+                raise SnapshotError(f"{self.t.name} at {tm.file}:{tm.offset}: the binlog's "
+                                    f"columns {binlog_describe(tm)} are not the planned ones: "
+                                    f"{'; '.join(problems)}",
+                                    hint="the table changed shape during the snapshot; run it "
+                                         "again")
+            tm = fill(tm, self.t.model, self.t.collations)
         if tm.column_names != self._names:
             raise SnapshotError(f"{self.t.name} at {tm.file}:{tm.offset}: the binlog has columns "
                                 f"{tm.column_names}, the snapshot read {self._names}",
@@ -615,7 +639,7 @@ class _ShapeGuard:
 
             out = tm.with_columns([replace(c, is_json=True) if i in self._json else c
                                    for i, c in enumerate(tm.columns)], tm.primary_key)
-        self._seen[id(tm)] = (tm, out)
+        self._seen[id(orig)] = (orig, out)
         return out
 
     def on_query(self, ev: Any) -> None:

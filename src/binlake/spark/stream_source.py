@@ -20,9 +20,29 @@ Why it is shaped like this (measured facts in shared/research/spark.md §2-3):
   a network failure) and fails unless it stopped exactly at `end`: a purged file, a primary
   with less binlog (failover) or a range that is not on transaction boundaries stop the query
   with the position and the recovery in the message; rows are never skipped.
-* `commit(end)` does nothing: the Spark checkpoint owns the offsets; nothing on the primary
-  needs acknowledging (binlog retention is the primary's business: keep it longer than the
-  longest pause of the query).
+* `commit(end)` acknowledges nothing on the primary: the Spark checkpoint owns the offsets
+  (binlog retention is the primary's business: keep it longer than the longest pause of the
+  query). With a schema history it forgets the versions no later batch can need (below `end`).
+
+Schema history (option `schemaHistory`, a path on the driver's file system):
+
+* Column names, types and keys come from a `SchemaHistory` (versions by binlog position), so
+  they are right for every row even when the stream lags an ALTER and the primary logs
+  binlog_row_metadata=MINIMAL; DDL on the tracked tables becomes `op='ddl'` records.
+* The driver's walk sees every QUERY event: a `SchemaTracker` applies the DDL there and the
+  history is saved (atomically, JSON) *before* the offset is handed to Spark, so the file is
+  never behind an offset in the offset log. It may be ahead of the committed offset (saved by a
+  later walk before a crash): lookups are by position, and DDL seen again is recognised by its
+  position. The file also records how far the binlog was walked (`covered`) and the table
+  filter; a query that starts past `covered` walks the gap first.
+* A query without a history bootstraps one from information_schema at its start. That is
+  exact when no DDL on the tracked tables was logged between the start and the primary's end
+  (always so for startingPosition "latest", and for `binlake sync`, which bootstraps before
+  its snapshot). Otherwise the query falls back to the TABLE_MAP metadata when the primary
+  logs binlog_row_metadata=FULL, and fails with the way out when it does not.
+* Executors never see driver state: every `BinlogRange` carries the history (compacted to the
+  range's start) and `read()` decodes with a tracker built from it; DDL inside the range is
+  recognised from the history's log, so every executor names columns as the driver decided.
 
 Options (names are case-insensitive):
   url                 mysql://user[:password]@host:port[/?ssl_mode=...] (required)
@@ -43,19 +63,24 @@ Options (names are case-insensitive):
   partitionBytes      a range with more binlog bytes than this is split (default 64 MiB)
   maxPartitions       at most this many partitions per micro-batch (default 8)
   batchSize           rows per Arrow batch (default 10000)
+  schemaHistory       path of the schema history file (driver side; one per query, like the
+                      checkpoint); without it names and types come from the TABLE_MAPs
 
 Rows are in the CDC schema of `arrow.py`; truncate and statement records flow through like
-row changes. There is no schema history yet: names and types come from the TABLE_MAPs, so the
+row changes. Without `schemaHistory` names and types come from the TABLE_MAPs, so the
 primary needs binlog_row_metadata=FULL (MariaDB >= 10.5, MySQL >= 8.0.1), and DDL produces no
 'ddl' records (as with `binlake decode`).
 """
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -74,6 +99,12 @@ from ..replica.stream import PositionUnavailable
 from ..replica.url import ServerURL
 from .arrow import file_index
 from .files_source import BinlogFilesDataSource
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..schema.history import BinlogPos, SchemaHistory
+    from ..schema.tracker import SchemaTracker
+
+log = logging.getLogger("binlake.spark.stream")
 
 NAME = "binlake"
 DEFAULT_SERVER_ID_BASE = 6_450_000
@@ -147,6 +178,8 @@ class StreamSourceOptions:
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     max_partitions: int = DEFAULT_MAX_PARTITIONS
     batch_size: int = 10_000
+    schema_history: str | None = None
+    """Path of the schema history file (None: names and types from the TABLE_MAPs)."""
 
     @classmethod
     def parse(cls, options: Any) -> "StreamSourceOptions":
@@ -185,6 +218,8 @@ class StreamSourceOptions:
             or DEFAULT_PARTITION_BYTES,
             max_partitions=max_partitions,
             batch_size=_int_option(options, "batchSize", 10_000) or 10_000,
+            schema_history=str(options.get("schemaHistory")).strip()
+            if options.get("schemaHistory") else None,
         )
 
     def table_filter(self) -> Callable[[str, str], bool] | None:
@@ -199,7 +234,7 @@ class BinlogRange(InputPartition):
     """`[start, end)` of the primary's binlog for one task (plain attributes: it is pickled)."""
 
     def __init__(self, index: int, start_file: str, start_pos: int, end_file: str, end_pos: int,
-                 server_id: int) -> None:
+                 server_id: int, history: str | None = None) -> None:
         super().__init__(index)
         self.index = index
         self.start_file = start_file
@@ -207,6 +242,9 @@ class BinlogRange(InputPartition):
         self.end_file = end_file
         self.end_pos = end_pos
         self.server_id = server_id
+        self.history = history
+        """The schema history as JSON (`SchemaHistory.to_dict`, compacted to the range's
+        start), or None: names and types from the TABLE_MAPs."""
 
     def __repr__(self) -> str:
         return (f"BinlogRange({self.index}: {self.start_file}:{self.start_pos} -> "
@@ -382,12 +420,15 @@ def _holds(state: Any, gset: Any, gtid: str) -> bool:
 def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat: float,
          tables: Callable[[str, str], bool] | None = None, count_rows: bool = False,
          max_rows: int | None = None, max_bytes: int | None = None,
-         split_bytes: int = 0) -> ScanResult:
+         split_bytes: int = 0, schema: "SchemaTracker | None" = None) -> ScanResult:
     """Walk the binlog from `start` (a boundary) to `cap` (the primary's end as read before):
     transaction boundaries, the records and bytes before each, and the cut for the limits.
 
     Boundaries are those `BinlogStream` has (same `TransactionBoundaries`, end offset of the
     closing event in the file the dump is in), so `stop_at` on an executor stops exactly there.
+    With `schema` every QUERY event walked is applied to that tracker (DDL by position: one
+    past the cut is recorded too, harmlessly, and recognised when walked again) and ddl
+    records count as rows, as the executors will deliver them.
     """
     from ..changes import ChangeTracker
     from ..gtid import MariaGtidState, MySQLGtidSet
@@ -428,6 +469,11 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
                         raise BoundaryError(f"{ev.file}:{ev.offset}: the binlog rotates inside "
                                             f"transaction {tx.gtid or ''}".rstrip())
                     continue
+                if schema is not None:
+                    if isinstance(ev, QueryEvent):
+                        ev.ddl = schema.on_query(ev)
+                    elif isinstance(ev, (GtidEvent, MariaGtidEvent)):
+                        schema.observe(ev)  # DDL records carry their GTID
                 if count_rows:
                     if isinstance(ev, RowsEvent):
                         rows += len(ev.rows)
@@ -484,6 +530,146 @@ def _unavailable(url: ServerURL, p: Position, exc: ServerError) -> OffsetUnavail
                              hint=_RECOVERY)
 
 
+# -- schema history (driver side) -------------------------------------------------------------
+
+HISTORY_SAVE_SECONDS = 5.0
+"""Without new DDL the history file is rewritten at most this often (only `covered` moves)."""
+
+
+def tracked_tables(tables: str | None) -> Callable[[str, str], bool]:
+    """The tables a schema history tracks: those of the filter, outside the server's own."""
+    from ..changes import table_filter
+    from ..schema.bootstrap import default_filter
+
+    keep = table_filter(tables)
+    if keep is None:
+        return default_filter
+    return lambda schema, table: default_filter(schema, table) and keep(schema, table)
+
+
+def save_schema_history(path: str | os.PathLike[str], history: "SchemaHistory",
+                        covered: "BinlogPos | None", tables: str | None) -> None:
+    """`SchemaHistory.to_dict` plus how far the binlog was walked and the table filter, written
+    atomically (a crash leaves the old file or the new one)."""
+    from ..atomic import atomic_write_text
+
+    d = history.to_dict()
+    d["covered"] = covered.to_json() if covered is not None else None
+    d["binlake_tables"] = tables
+    atomic_write_text(path, json.dumps(d, ensure_ascii=False, separators=(",", ":")))
+
+
+def load_schema_history(path: str | os.PathLike[str]
+                        ) -> tuple["SchemaHistory", "BinlogPos | None", str | None]:
+    """(history, covered, table filter) as `save_schema_history` wrote them."""
+    from ..errors import SchemaError
+    from ..schema.history import BinlogPos, SchemaHistory
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        h = SchemaHistory.from_dict(d)
+    except (ValueError, KeyError, TypeError, SchemaError) as exc:
+        raise ConfigError(f"{path} is not a binlake schema history: {exc}",
+                          hint="delete it and start the query at startingPosition 'latest' "
+                               "with a new checkpoint location") from None
+    covered = BinlogPos.from_json(d.get("covered")) or h.head or h.start
+    return h, covered, d.get("binlake_tables")
+
+
+def _ddl_logged(cur: Any, lo: "BinlogPos", hi: "BinlogPos",
+                tracked: Callable[[str, str], bool]) -> bool:
+    """Whether a statement that may change a tracked table's shape (or a database) was
+    logged in [lo, hi); True when that cannot be told (too much binlog, a file gone)."""
+    from ..errors import SchemaError
+    from ..schema import ddl
+    from ..schema.bootstrap import iter_queries
+
+    def touches(text: str, default: str) -> bool:
+        try:
+            stmts = ddl.parse(text)
+        except ddl.DdlParseError:
+            refs = ddl.guess_tables(text)
+            return not refs or any(hit(r, default) for r in refs)
+        for st in stmts:
+            if isinstance(st, (ddl.Ignored, ddl.TruncateTable)):
+                continue
+            if isinstance(st, ddl.DatabaseStmt):
+                name = st.name or default
+                if st.action == "drop" or not name or tracked(name, ""):
+                    return True
+                continue
+            refs = list(ddl.iter_statement_tables(st, default))
+            if not refs or any(hit(r, default) for r in refs):
+                return True
+        return False
+
+    def hit(ref: Any, default: str) -> bool:
+        schema = ref.schema or default
+        return not schema or tracked(schema, ref.name)
+
+    if lo.key >= hi.key:
+        return False
+    try:
+        return any(touches(text, default) for _, default, text in iter_queries(cur, lo, hi))
+    except (SchemaError, ServerError):
+        return True
+    except Exception as exc:  # noqa: BLE001 - PyMySQL's errors: cannot tell
+        log.debug("cannot read the binlog between %s and %s: %s", lo, hi, exc)
+        return True
+
+
+def bootstrap_schema_history(url: ServerURL | str, tables: str | None,
+                             at: tuple[str, int] | None = None) -> "SchemaHistory | None":
+    """The tracked tables' shapes from information_schema as a history that starts at `at`
+    (default: the primary's binlog end now, as a transaction boundary a stream can start at).
+
+    information_schema is read at the end; its shapes are those at an earlier `at` only when
+    no DDL on the tracked tables was logged in between: None when some was (or when that
+    cannot be told).
+    """
+    from ..schema.bootstrap import bootstrap, gtid_at
+    from ..schema.history import BinlogPos, SchemaHistory
+    from .snapshot import _high_watermark, connect
+
+    if isinstance(url, str):
+        url = ServerURL.parse(url)
+    tracked = tracked_tables(tables)
+    conn = connect(url)
+    try:
+        h = bootstrap(conn, tables=tracked)
+        assert h.start is not None and h.start.file is not None
+        with conn.cursor() as cur:
+            if at is None:
+                # Right after a rotation the end is behind the new file's header events,
+                # which a stream cannot stop at; the file's start is the same state.
+                at = _high_watermark(cur, (h.start.file, h.start.pos))
+                target = BinlogPos(*at)
+            else:
+                target = BinlogPos(*at)
+                lo, hi = sorted((target, h.start), key=lambda p: p.key)
+                if _ddl_logged(cur, lo, hi, tracked):
+                    return None
+            if target == h.start:
+                return h
+            gtid = gtid_at(cur, target, str(h.server.get("flavor") or ""))
+    finally:
+        conn.close()
+    # A fresh bootstrap has one version per table and no log: the same shapes from `target`.
+    return SchemaHistory.from_catalog(h.head_catalog(), target, gtid, server=h.server)
+
+
+def _row_metadata(url: ServerURL) -> str:
+    conn = _connect(url)
+    try:
+        rows = conn.query("SELECT @@global.binlog_row_metadata").rows
+        return str(rows[0][0]).upper() if rows and rows[0][0] is not None else "UNKNOWN"
+    except ServerError:
+        return "UNKNOWN (no binlog_row_metadata: older than MariaDB 10.5 / MySQL 8.0.1)"
+    finally:
+        conn.close()
+
+
 # -- the data source --------------------------------------------------------------------------
 
 class BinlakeDataSource(BinlogFilesDataSource):
@@ -504,13 +690,28 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Key | None = None
         self._last_scan: tuple[Key, ScanResult] | None = None
         self._idle: tuple[Key, Key] | None = None
+        # Schema history (driver side only, made on first use; see the module notes).
+        self._schema: SchemaTracker | None = None
+        self._table_maps = False  # no exact history: names from the TABLE_MAPs (FULL metadata)
+        self._covered: BinlogPos | None = None
+        self._saved: tuple[BinlogPos | None, float] = (None, 0.0)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get everything in the BinlogRange; driver state never travels.
+        state = dict(self.__dict__)
+        state.update(_schema=None, _last_scan=None, _covered=None, _saved=(None, 0.0))
+        return state
 
     # -- offsets ---------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """startingPosition, resolved once per run (Spark asks more than once; 'latest' must
         not move in between)."""
         if self._initial is None:
-            self._initial = offset_of(self._resolve_start(self.opts.starting))
+            start = self._resolve_start(self.opts.starting)
+            # The history's start is the query's start: bootstrapped now, while information_
+            # schema still shows the shapes there ("latest"), or checked against the binlog.
+            self._schema_for(start)
+            self._initial = offset_of(start)
         return self._initial
 
     def _resolve_start(self, text: str) -> Position:
@@ -684,15 +885,148 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             conn.close()
         if self._idle == (skey, cap):
             return start  # walked this before: only non-transaction events (a rotation's)
+        schema = self._schema_for(s)
         result = scan(url, s, cap, server_id=self.opts.server_id_base,
                       heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
                       count_rows=max_rows is not None, max_rows=max_rows, max_bytes=max_bytes,
-                      split_bytes=self.opts.partition_bytes)
+                      split_bytes=self.opts.partition_bytes, schema=schema)
         if result.end is None:
             self._idle = (skey, cap)
             return start
+        if schema is not None:
+            # Saved before Spark writes the offset: the file is never behind the offset log.
+            self._walked(result.end)
+            self._save_schema()
         self._last_scan = (skey, result)
         return offset_of(result.end)
+
+    # -- schema history ----------------------------------------------------------------------
+    def _schema_for(self, s: Position) -> "SchemaTracker | None":
+        """The driver's tracker, able to answer for every position from `s` on (loaded from the
+        file, or bootstrapped at `s`); None without a history (TABLE_MAP names)."""
+        from ..schema.history import BinlogPos
+
+        path = self.opts.schema_history
+        if path is None or self._table_maps:
+            return None
+        at = BinlogPos(s.file, s.pos)
+        if self._schema is None:
+            if os.path.exists(path):
+                history, covered, tables = load_schema_history(path)
+                if (tables or None) != (self.opts.tables or None):
+                    raise ConfigError(
+                        f"the schema history {path} tracks the tables {tables or '(all)'!r}, "
+                        f"this query reads {self.opts.tables or '(all)'!r}",
+                        hint="give each query its own schemaHistory path (like its checkpoint "
+                             "location), or keep the tables option")
+                self._install(history, covered)
+            else:
+                history = bootstrap_schema_history(self.opts.url, self.opts.tables,
+                                                   at=(s.file or "", s.pos))
+                if history is None:
+                    self._without_history(s)
+                    return None
+                self._install(history, at)
+                self._save_schema(force=True)
+        tracker = self._schema
+        assert tracker is not None
+        start = tracker.history.start
+        if start is not None and start.file is not None and at < start:
+            raise OffsetUnavailable(
+                f"the schema history {path} starts at {start}, after the offset "
+                f"{s.file}:{s.pos}: it cannot name the columns of the changes before it",
+                hint="restore the history file that belongs to this checkpoint, or start a new "
+                     "query (new checkpoint location and schemaHistory path) at "
+                     "startingPosition 'latest'")
+        if self._covered is None or self._covered < at:
+            self._catch_up(at)
+        return tracker
+
+    def _install(self, history: "SchemaHistory", covered: "BinlogPos | None") -> None:
+        from ..schema.tracker import SchemaTracker
+        from .snapshot import connect
+
+        url = self.opts.url
+        # The driver may re-read a table the DDL parser cannot follow (only when the binlog
+        # shows nothing changed it since); executors never do: they find the driver's record.
+        self._schema = SchemaTracker(history, connect=lambda: connect(url),
+                                     tables=tracked_tables(self.opts.tables))
+        self._covered = covered
+        self._saved = (covered, time.monotonic())
+
+    def _walked(self, end: Position) -> None:
+        from ..schema.history import BinlogPos
+
+        p = BinlogPos(end.file, end.pos)
+        if self._covered is None or self._covered < p:
+            self._covered = p
+
+    def _catch_up(self, at: "BinlogPos") -> None:
+        """A query starting past the binlog the history has seen: walk the gap for its DDL."""
+        assert self._schema is not None
+        covered = self._covered or self._schema.history.head or self._schema.history.start
+        if covered is None or covered.file is None:
+            raise ConfigError(f"the schema history {self.opts.schema_history} does not say "
+                              "where it starts", hint="delete it and start at 'latest'")
+        log.info("schema history: walking %s -> %s:%s for DDL", covered, at.file, at.pos)
+        try:
+            scan(self.opts.url, Position(covered.file, covered.pos),
+                 (file_index(at.file), at.pos), server_id=self.opts.server_id_base,
+                 heartbeat=self.opts.heartbeat, tables=_reject_all, schema=self._schema)
+        except OffsetUnavailable as exc:
+            raise OffsetUnavailable(
+                f"the schema history {self.opts.schema_history} has seen the binlog up to "
+                f"{covered}; the DDL between there and {at.file}:{at.pos} cannot be read: "
+                f"{exc.args[0]}",
+                hint="start a new query (new checkpoint location, no history file) at "
+                     "startingPosition 'latest'") from None
+        self._covered = at
+        self._save_schema(force=True)
+
+    def _without_history(self, s: Position) -> None:
+        """No exact history for `s`: TABLE_MAP names when the primary logs FULL metadata."""
+        metadata = _row_metadata(self.opts.url)
+        where = f"{s.file}:{s.pos}"
+        if metadata == "FULL":
+            log.warning("schema history %s: cannot bootstrap it exactly at %s (DDL since); "
+                        "names and types come from the TABLE_MAPs (binlog_row_metadata=FULL), "
+                        "and DDL makes no 'ddl' records", self.opts.schema_history, where)
+            self._table_maps = True
+            return
+        raise ConfigError(
+            f"binlake stream: no schema history at {self.opts.schema_history} for the start "
+            f"{where}, and one cannot be bootstrapped there: information_schema shows the "
+            "shapes at the primary's end, and DDL on the tracked tables was logged since "
+            "(or the binlog in between could not be read); without a history, names and "
+            f"types come from the TABLE_MAPs, but binlog_row_metadata is {metadata}, not FULL",
+            hint="start the query at startingPosition 'latest' with a new checkpoint location "
+                 "(the history is bootstrapped there), or restore the history file of this "
+                 "checkpoint, or set binlog_row_metadata=FULL on the primary")
+
+    def _save_schema(self, force: bool = False) -> None:
+        """Write the history when it changed (always before an offset goes to Spark), else at
+        most every HISTORY_SAVE_SECONDS to move `covered` (a restart walks less)."""
+        tracker, path = self._schema, self.opts.schema_history
+        if tracker is None or path is None:
+            return
+        saved, when = self._saved
+        now = time.monotonic()
+        if not (force or tracker.dirty or (self._covered != saved
+                                           and now - when >= HISTORY_SAVE_SECONDS)):
+            return
+        save_schema_history(path, tracker.history, self._covered, self.opts.tables)
+        tracker.dirty = False
+        self._saved = (self._covered, now)
+
+    def _range_history(self, start: tuple[str, int]) -> str | None:
+        """The history for one range, compacted to its start (what the executor needs)."""
+        from ..schema.history import BinlogPos, SchemaHistory
+
+        if self._schema is None:
+            return None
+        h = SchemaHistory.from_dict(self._schema.history.to_dict())
+        h.compact(BinlogPos(*start))
+        return json.dumps(h.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
     # -- planning --------------------------------------------------------------------------
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
@@ -717,12 +1051,36 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             splits = _thin(splits, self.opts.max_partitions - 1)
         points = [(s.file or "", s.pos), *splits, (e.file or "", e.pos)]
         base = self.opts.server_id_base + 1
-        return [BinlogRange(i, a[0], a[1], b[0], b[1], base + i)
+        # A batch replayed after a restart finds the history in its file (never behind).
+        self._schema_for(s)
+        return [BinlogRange(i, a[0], a[1], b[0], b[1], base + i, self._range_history(a))
                 for i, (a, b) in enumerate(zip(points, points[1:]))]
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: the Spark checkpoint owns the offsets and the primary needs no
-        acknowledgement (and Spark calls this late, or never for the last batch of a run)."""
+        """The Spark checkpoint owns the offsets and the primary needs no acknowledgement (and
+        Spark calls this late, or never for the last batch of a run). With a schema history:
+        forget what no later batch can need, the versions superseded before `end`."""
+        from ..schema.history import BinlogPos
+
+        tracker = self._schema
+        if tracker is None:
+            return
+        e = position_of(end)
+        cp = BinlogPos(e.file, e.pos)
+        h = tracker.history
+        stale = any(BinlogPos(r.file, r.pos) < cp for r in h.log) or any(
+            len(vs) > 1 and vs[1].since <= cp or (vs[-1].table is None and vs[-1].since <= cp)
+            for vs in h.versions.values())
+        if stale:
+            h.compact(cp)
+            self._save_schema(force=True)
+
+    def stop(self) -> None:
+        """The query ends: record how far the binlog was walked."""
+        try:
+            self._save_schema(force=self._covered != self._saved[0])
+        except Exception as exc:  # noqa: BLE001 - only makes the next start walk less
+            log.warning("schema history: final save failed: %s", exc)
 
     # -- executors -------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -732,10 +1090,19 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         assert isinstance(partition, BinlogRange)
         p = partition
+        resolver = None
+        if getattr(p, "history", None) is not None:
+            from ..schema.history import SchemaHistory
+            from ..schema.tracker import SchemaTracker
+
+            # No server connection: every DDL in the range is in the history's log already.
+            resolver = SchemaTracker(SchemaHistory.from_dict(json.loads(p.history)),
+                                     tables=tracked_tables(self.opts.tables))
         opts = StreamOptions(server_id=p.server_id, start=Position(p.start_file, p.start_pos),
                              until_end=True, stop_at=(p.end_file, p.end_pos),
                              heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
-                             max_reconnects=5, hostname="binlake-spark")
+                             max_reconnects=5, hostname="binlake-spark",
+                             table_resolver=resolver)
         stream = BinlogStream(self.opts.url, opts)
         builder = CdcBatchBuilder()
         size = self.opts.batch_size

@@ -8,6 +8,14 @@ Crash safety: the snapshot's watermarks are recorded (`pending`) before it is ap
 stream starts at the lowest watermark of every attempt, so a snapshot re-taken after a crash
 never leaves a gap; re-applied rows are ignored by the seq guard. Stream offsets live in
 Spark's checkpoint and every batch commits with its batch id, so replays change nothing.
+
+Table shapes: the schema history (`WAREHOUSE/_binlake/schema_history.json`) is bootstrapped
+from information_schema just before the first snapshot attempt is planned, and that position
+is where the stream starts, so the history is exact there without binlog_row_metadata=FULL;
+the stream source keeps it up to date across DDL (option `schemaHistory`). Each stream batch
+is applied with the shapes the history gives at the batch's end offset (from Spark's offset
+log), not with information_schema's shapes at apply time (which may already be past a later
+DDL). The snapshot itself is applied with information_schema's shapes (what it read).
 """
 from __future__ import annotations
 
@@ -80,6 +88,15 @@ class SyncState:
         atomic_write_text(self.path, json.dumps(self.data, indent=1))
 
 
+def schema_history_path(warehouse: Path) -> Path:
+    """The stream's schema history, beside its checkpoint."""
+    return warehouse / "_binlake" / "schema_history.json"
+
+
+def checkpoint_path(warehouse: Path) -> Path:
+    return warehouse / "_binlake" / "checkpoint"
+
+
 def _key(pos: str) -> tuple[int, int]:
     file, _, offset = pos.rpartition(":")
     return file_index(file), int(offset)
@@ -124,6 +141,89 @@ def _stream_failure(exc: BaseException, opts: SyncOptions) -> BaseException:
              "keep binlog retention longer than the longest pause of the sync")
 
 
+def batch_end(checkpoint: Path, batch_id: int) -> tuple[str, int] | None:
+    """The end offset (file, pos) of a micro-batch, from Spark's offset log ('v1', the batch
+    metadata, then one offset per source: ours is the only one); None when unreadable."""
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text().splitlines()
+        offset = json.loads(lines[-1])
+        return str(offset["file"]), int(offset["pos"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+class HistorySpecs:
+    """Apply's table shapes from the schema history file, at a batch's binlog position.
+
+    `at(end)` is the `specs` resolver for one batch: each table's shape at the batch's end
+    offset (after every DDL in the batch: new columns reach the Delta table even before a row
+    carries them); a table dropped by then keeps its last shape (its rows before the drop are
+    still in the batch). `shape(schema, table, file, pos)` answers for any position (for an
+    apply that cuts a batch at its DDL). Without a history file every answer comes from
+    `fallback` (information_schema now).
+    """
+
+    def __init__(self, path: Path, fallback: Callable[[str, str], Any]) -> None:
+        self.path = path
+        self.fallback = fallback
+        self._sig: tuple[int, int, int] | None = None
+        self._history: Any = None
+
+    def history(self) -> Any:
+        """The file's history, read again whenever the file was replaced."""
+        from .stream_source import load_schema_history
+
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            self._sig = self._history = None
+            return None
+        sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if sig != self._sig:
+            self._history = load_schema_history(self.path)[0]
+            self._sig = sig
+        return self._history
+
+    def shape(self, schema: str, table: str, file: str | None, pos: int) -> Any:
+        """The TableSpec of a table at a binlog position (None: the history never had it)."""
+        from ..schema.history import BinlogPos
+        from .typing import TableSpec
+
+        h = self.history()
+        if h is None:
+            return self.fallback(schema, table)
+        key = h.head_catalog().key(schema, table)
+        at = BinlogPos(file, pos) if file is not None else None
+        td = h.table_at(key, at)
+        if td is None:  # dropped (or renamed away) by then: its last shape before
+            earlier = [v.table for v in h.versions.get(key, ())
+                       if v.table is not None and (at is None or v.since <= at)]
+            td = earlier[-1] if earlier else None
+        return None if td is None else TableSpec.from_table_def(td)
+
+    def at(self, end: tuple[str, int] | None) -> Callable[[str, str], Any]:
+        """The resolver for a batch ending at `end` (None: the history's newest shapes)."""
+        if self.history() is None:
+            return self.fallback
+        return BatchShapes(self, end)
+
+
+class BatchShapes:
+    """`specs` for one batch: `(schema, table)` -> the shape at the batch's end; `shape_at`
+    answers for any position of the batch (the shape a row or a DDL saw)."""
+
+    def __init__(self, source: HistorySpecs, end: tuple[str, int] | None) -> None:
+        self.source = source
+        self.end = end
+
+    def __call__(self, schema: str, table: str) -> Any:
+        file, pos = self.end if self.end is not None else (None, 0)
+        return self.source.shape(schema, table, file, pos)
+
+    def shape_at(self, schema: str, table: str, file: str, pos: int) -> Any:
+        return self.source.shape(schema, table, file, pos)
+
+
 def _spec_resolver(url: str) -> Callable[[str, str], Any]:
     """Table shapes for the apply step from information_schema (the current shape)."""
     from ..replica.url import ServerURL
@@ -142,6 +242,17 @@ def _spec_resolver(url: str) -> Callable[[str, str], Any]:
     return resolve
 
 
+def _bootstrap_history(opts: SyncOptions, path: Path) -> str:
+    """A new schema history from information_schema at the binlog end now (a boundary), saved
+    before anything streams from there; returns that position as FILE:POS."""
+    from .stream_source import bootstrap_schema_history, save_schema_history
+
+    h = bootstrap_schema_history(opts.url, opts.tables)
+    assert h is not None and h.start is not None
+    save_schema_history(path, h, h.start, opts.tables)
+    return f"{h.start.file}:{h.start.pos}"
+
+
 def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
                  config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
     """Take and apply the initial snapshot once; returns its row count."""
@@ -153,11 +264,17 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     extra: dict[str, Any] = {"noKeyPolicy": "error"}
     if opts.chunk_size:
         extra["chunkSize"] = opts.chunk_size
+    history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
         # snapshot, and all of its rows are in the binlog after it, so the stream starts here
         # (changes of snapshot tables before their chunk's HIGH are ignored by the seq guard).
-        planned = _binlog_boundary(opts.url)
+        if not state.data["attempts"] and tries == 1:
+            # The first attempt: the schema history starts here (information_schema now is
+            # the shape here), and so does the stream (the lowest start of all attempts).
+            planned = _bootstrap_history(opts, history)
+        else:
+            planned = _binlog_boundary(opts.url)
         try:
             df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
             break
@@ -197,6 +314,8 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
                          default=TableOptions(scd_type=opts.scd_type), include=opts.tables,
                          change_log=opts.change_log)
     specs = _spec_resolver(opts.url)
+    history = HistorySpecs(schema_history_path(opts.warehouse), specs)
+    ckpt = checkpoint_path(opts.warehouse)
     report = SyncReport()
     if not state.data.get("snapshot_done"):
         if opts.snapshot:
@@ -209,7 +328,8 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     report.stream_start = state.data["stream_start"]
 
     reader = (spark.readStream.format("binlake").option("url", opts.url)
-              .option("tables", opts.tables).option("startingPosition", state.data["stream_start"]))
+              .option("tables", opts.tables).option("startingPosition", state.data["stream_start"])
+              .option("schemaHistory", str(schema_history_path(opts.warehouse))))
     if opts.max_rows_per_trigger:
         reader = reader.option("maxRowsPerTrigger", str(opts.max_rows_per_trigger))
     lock = threading.Lock()
@@ -218,7 +338,9 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         from pyspark.sql import functions as F
 
         t0 = time.monotonic()
-        apply_batch(batch.sparkSession, batch, batch_id, config, specs)
+        # Shapes at the batch's end (the offset log is written before the batch runs).
+        apply_batch(batch.sparkSession, batch, batch_id, config,
+                    history.at(batch_end(ckpt, batch_id)))
         t1 = time.monotonic()
         stats = batch.agg(F.count("*").alias("n"), F.max("ts").alias("ts")).collect()[0]
         log.debug("batch timing", extra={"apply_s": t1 - t0, "count_s": time.monotonic() - t1})
@@ -233,7 +355,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
             on_progress(info)
 
     writer = (reader.load().writeStream.foreachBatch(handle)
-              .option("checkpointLocation", str(opts.warehouse / "_binlake" / "checkpoint")))
+              .option("checkpointLocation", str(ckpt)))
     writer = writer.trigger(availableNow=True) if opts.once else \
         writer.trigger(processingTime=f"{opts.trigger_seconds} seconds")
     query = writer.start()
