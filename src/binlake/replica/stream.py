@@ -67,6 +67,8 @@ class StreamOptions:
     tables: Callable[[str, str], bool] | None = None
     verify_checksums: bool = True
     table_resolver: TableResolver | None = None
+    json_images: bool = False
+    """Records carry their images as CDC JSON bytes written in C (the Spark source's path)."""
     replica_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     hostname: str = "binlake"
     on_commit: Callable[[Position], None] | None = None
@@ -231,7 +233,8 @@ class BinlogStream:
             raise
         dec = BinlogDecoder(checksum=ChecksumAlg.CRC32 if checksum.upper() == "CRC32" else ChecksumAlg.OFF,
                             verify_checksums=self.options.verify_checksums,
-                            table_resolver=self.options.table_resolver)
+                            table_resolver=self.options.table_resolver,
+                            json_images=self.options.json_images)
         dec.file = pos.file
         self._tx.reset()
         self._rows_in_tx = 0

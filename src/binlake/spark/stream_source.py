@@ -1086,7 +1086,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Replay exactly `[start, end)` as CDC Arrow batches; fail unless `end` is reached."""
         from ..replica.stream import BinlogStream, StreamOptions
-        from .arrow import CdcBatchBuilder
+        from .arrow import MAX_BATCH_BYTES, CdcBatchBuilder
 
         assert isinstance(partition, BinlogRange)
         p = partition
@@ -1102,7 +1102,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                              until_end=True, stop_at=(p.end_file, p.end_pos),
                              heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
                              max_reconnects=5, hostname="binlake-spark",
-                             table_resolver=resolver)
+                             table_resolver=resolver, json_images=True)
         stream = BinlogStream(self.opts.url, opts)
         builder = CdcBatchBuilder()
         size = self.opts.batch_size
@@ -1110,7 +1110,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             for rec in stream.changes():
                 builder.add(rec)
-                if len(builder) >= size:
+                if len(builder) >= size or builder.image_bytes >= MAX_BATCH_BYTES:
                     yield builder.flush()
         except PositionUnavailable as exc:
             raise OffsetUnavailable(f"binlake stream range {where}: {exc.args[0]}",
