@@ -220,10 +220,19 @@ def test_sync_equals_source_under_concurrent_writes(spark: Any, mariadb_factory:
         writer.join(120)
     assert writer.error is None, writer.error
     assert not writer.is_alive()
-    run_sync(options(server, warehouse, chunk_size=400), spark=spark)
+    second = run_sync(options(server, warehouse, chunk_size=400), spark=spark)
     counts = assert_lake_equals_source(spark, server, warehouse)
     assert set(counts) == {"items", "order_lines", "scratch", "late_table"}
     assert counts["late_table"] > 0
+    # Metrics of the last run: its batches and changes, a lag, the binlog position reached.
+    prom = dict(line.split(" ", 1) for line in
+                (warehouse / "_binlake" / "metrics.prom").read_text().splitlines()
+                if not line.startswith("#"))
+    assert int(prom["binlake_sync_batches_total"]) == second.batches
+    assert int(prom["binlake_sync_changes_total"]) == second.rows
+    if second.batches:
+        assert float(prom["binlake_sync_lag_seconds"]) >= 0
+        assert int(prom["binlake_sync_binlog_position"]) > 4
 
 
 # -- 2. SCD type 2 ------------------------------------------------------------------------------

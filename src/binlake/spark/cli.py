@@ -35,9 +35,14 @@ from .compare import comparable
 @click.option("--no-snapshot", is_flag=True,
               help="Skip the initial snapshot: only changes from the primary's current end.")
 @click.option("--chunk-size", type=int, default=None, help="Rows per snapshot chunk.")
+@click.option("--metrics-port", type=int, default=None,
+              help="Serve Prometheus metrics (lag, changes/s, totals) on 127.0.0.1:PORT/metrics; "
+                   "they are always written to WAREHOUSE/_binlake/metrics.prom.")
+@click.option("--log-json", is_flag=True, help="Log one JSON object per line (for log shippers).")
 def sync(url: str | None, tables: str | None, warehouse: str, master: str, once: bool,
          scd_type: str, change_log: bool, max_rows_per_trigger: int | None,
-         trigger_interval: float, no_snapshot: bool, chunk_size: int | None) -> None:
+         trigger_interval: float, no_snapshot: bool, chunk_size: int | None,
+         metrics_port: int | None, log_json: bool) -> None:
     """Keep Delta Lake tables equal to MySQL/MariaDB tables: snapshot, then stream.
 
     \b
@@ -51,8 +56,9 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
     """
     from .sync import SyncOptions, run_sync
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from ..logs import setup
+
+    setup(logging.INFO, json_lines=log_json)
     try:
         if url is None:
             _demo(Path(warehouse), master, int(scd_type))
@@ -63,7 +69,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
                            once=once, scd_type=int(scd_type), change_log=change_log,
                            max_rows_per_trigger=max_rows_per_trigger,
                            trigger_seconds=trigger_interval, snapshot=not no_snapshot,
-                           chunk_size=chunk_size)
+                           chunk_size=chunk_size, metrics_port=metrics_port)
         report = run_sync(opts, on_progress=_progress)
         click.echo(json.dumps({"snapshot_rows": report.snapshot_rows, "batches": report.batches,
                                "rows": report.rows, "stream_start": report.stream_start}))
@@ -73,7 +79,9 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
 
 def _progress(info: dict[str, Any]) -> None:
     lag = info.get("lag_s")
+    rate = info.get("changes_per_s")
     click.echo(f"batch {info['batch']}: {info['rows']} changes applied"
+               + (f" in {info['apply_s']:.1f} s ({rate:,.0f}/s)" if rate is not None else "")
                + (f", lag {lag:.1f} s" if lag is not None else ""), err=True)
 
 

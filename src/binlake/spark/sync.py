@@ -34,6 +34,7 @@ from ..atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from .apply import ApplyConfig, TableOptions, apply_batch
 from .arrow import file_index
+from .metrics import SyncMetrics
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -63,6 +64,8 @@ class SyncOptions:
     snapshot: bool = True
     chunk_size: int | None = None
     conf: dict[str, str] = field(default_factory=dict)
+    metrics_port: int | None = None
+    """Also serve the metrics over HTTP on 127.0.0.1 at this port (0: any free port)."""
 
 
 @dataclass
@@ -72,6 +75,7 @@ class SyncReport:
     rows: int = 0
     last_lag_s: float | None = None
     stream_start: str | None = None
+    metrics_port: int | None = None
 
 
 class SyncState:
@@ -317,9 +321,14 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     history = HistorySpecs(schema_history_path(opts.warehouse), specs)
     ckpt = checkpoint_path(opts.warehouse)
     report = SyncReport()
+    metrics = SyncMetrics(opts.warehouse / "_binlake" / "metrics.prom")
+    if opts.metrics_port is not None:
+        report.metrics_port = metrics.serve(opts.metrics_port)
+        log.info("metrics served", extra={"url": f"http://127.0.0.1:{report.metrics_port}/metrics"})
     if not state.data.get("snapshot_done"):
         if opts.snapshot:
             report.snapshot_rows = run_snapshot(spark, opts, state, config, specs)
+            metrics.snapshot_done(report.snapshot_rows)
             log.info("snapshot applied", extra={"rows": report.snapshot_rows,
                                                 "stream_start": state.data["stream_start"]})
         else:
@@ -338,18 +347,19 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         from pyspark.sql import functions as F
 
         t0 = time.monotonic()
+        end = batch_end(ckpt, batch_id)
         # Shapes at the batch's end (the offset log is written before the batch runs).
-        apply_batch(batch.sparkSession, batch, batch_id, config,
-                    history.at(batch_end(ckpt, batch_id)))
+        apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
         t1 = time.monotonic()
         stats = batch.agg(F.count("*").alias("n"), F.max("ts").alias("ts")).collect()[0]
-        log.debug("batch timing", extra={"apply_s": t1 - t0, "count_s": time.monotonic() - t1})
+        lag = None if stats["ts"] is None else max(0.0, time.time() - stats["ts"].timestamp())
         with lock:
             report.batches += 1
             report.rows += int(stats["n"])
-            if stats["ts"] is not None:
-                report.last_lag_s = max(0.0, time.time() - stats["ts"].timestamp())
-        info = {"batch": batch_id, "rows": int(stats["n"]), "lag_s": report.last_lag_s}
+            if lag is not None:
+                report.last_lag_s = lag
+        info = {"batch": batch_id, "rows": int(stats["n"]), "lag_s": report.last_lag_s,
+                **metrics.batch_applied(batch_id, int(stats["n"]), t1 - t0, lag, end)}
         log.info("batch applied", extra=info)
         if on_progress is not None:
             on_progress(info)
@@ -384,4 +394,5 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        metrics.close()
     return report
