@@ -289,9 +289,10 @@ def _sync_cmd(server: Any, warehouse: Path, *extra: str) -> list[str]:
             "--warehouse", str(warehouse), "--once", "--master", "local[2]", *extra]
 
 
-def _start(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
+def _start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     out = open(log, "ab")
-    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, **(env or {})})
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -344,6 +345,14 @@ def test_sync_survives_sigkill(spark: Any, mariadb_factory: Any, tmp_path: Path)
         assert proc.poll() is None, "the stream finished before it could be killed"
         _kill(proc)
         killed.append(("stream",))
+        # 3. between the Delta commits of a batch and Spark's record of it (offset commit)
+        seen = log.stat().st_size
+        proc = _start(_sync_cmd(server, warehouse, *extra), log,
+                      env={"BINLAKE_FAULT_KILL_AFTER_APPLY": "1"})
+        assert proc.wait(300) == -signal.SIGKILL, log.read_text()[-3000:]
+        _kill(proc)  # its Spark JVM too
+        assert b"fault injection: SIGKILL after applying batch" in log.read_bytes()[seen:]
+        killed.append(("after-apply",))
     finally:
         writer.stop.set()
         writer.join(120)
@@ -351,7 +360,7 @@ def test_sync_survives_sigkill(spark: Any, mariadb_factory: Any, tmp_path: Path)
     # 3. to completion
     proc = _start(_sync_cmd(server, warehouse, *extra), log)
     assert proc.wait(300) == 0, log.read_text()[-4000:]
-    assert len(killed) == 2 and not killed[0][2], killed
+    assert len(killed) == 3 and not killed[0][2], killed
     assert_lake_equals_source(spark, server, warehouse)
 
 

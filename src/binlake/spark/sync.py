@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import signal
 import threading
@@ -40,6 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("binlake.sync")
+
+_KILL_AFTER_APPLY = int(os.environ.get("BINLAKE_FAULT_KILL_AFTER_APPLY", "0") or 0)
+"""Tests only: SIGKILL the job right after the Nth micro-batch's Delta commits."""
 
 SNAPSHOT_RETRIES = 3
 """Snapshot attempts when a table changes shape (DDL) while it is read."""
@@ -350,6 +354,12 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         end = batch_end(ckpt, batch_id)
         # Shapes at the batch's end (the offset log is written before the batch runs).
         apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
+        if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
+            # Fault injection for the crash tests: die after the Delta commits, before Spark
+            # records the batch as done, so the restart replays a batch already applied.
+            log.warning("fault injection: SIGKILL after applying batch", extra={"batch": batch_id})
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
         t1 = time.monotonic()
         stats = batch.agg(F.count("*").alias("n"), F.max("ts").alias("ts")).collect()[0]
         lag = None if stats["ts"] is None else max(0.0, time.time() - stats["ts"].timestamp())
