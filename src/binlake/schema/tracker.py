@@ -106,12 +106,30 @@ class DdlChange:
 
 
 def _change_json(c: TableChange) -> dict[str, Any]:
+    """One table's change; each column is name, SQL type and nullability, plus only when they
+    apply: `charset` (text types; "binary" makes the values bytes), `json` (MariaDB JSON,
+    stored as LONGTEXT), `generated`, `auto_increment`, `invisible` -- what a consumer
+    needs to type the column's values exactly and to know how existing rows were filled."""
     d: dict[str, Any] = {"change": c.kind, "schema": c.schema, "table": c.name}
     if c.old_key:
         d["old_schema"], d["old_table"] = c.old_key
     if c.table is not None:
-        d["columns"] = [{"name": col.name, "type": col.sql_type(), "nullable": col.nullable}
-                        for col in c.table.columns]
+        cols = []
+        for col in c.table.columns:
+            cj: dict[str, Any] = {"name": col.name, "type": col.sql_type(),
+                                  "nullable": col.nullable}
+            if col.charset:
+                cj["charset"] = col.charset
+            if col.is_json:
+                cj["json"] = True
+            if col.generated:
+                cj["generated"] = col.generated
+            if col.auto_increment:
+                cj["auto_increment"] = True
+            if col.invisible:
+                cj["invisible"] = True
+            cols.append(cj)
+        d["columns"] = cols
         pk = c.table.primary_key
         if pk:
             d["primary_key"] = list(pk)

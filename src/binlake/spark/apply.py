@@ -21,8 +21,12 @@ Semantics follow Lakeflow/DLT AUTO CDC so a later move to it changes nothing for
 Tables are independent Delta logs, so a batch applies them concurrently (`parallelism`),
 each in its own Spark session because the txn settings are session-wide.
 
-Records with op `ddl` are not applied: table shapes come from the `specs` resolver (the
-schema history later), and new columns are added to the target before the MERGE.
+Table shapes come from the `specs` resolver; columns the shape has and the target lacks are
+added before the MERGE. Records with op `ddl` (the schema history's description of a DDL
+statement) evolve the Delta tables in `seq` order: rows before the statement are applied in
+the old shape, then the statement (add/drop/rename/retype columns with the backfill MariaDB
+did, create/drop/rename tables), then the rows after it; from then on the table's shape is
+the one its last DDL stored. Policies and the exactly-once protocol: `evolve.py`.
 """
 from __future__ import annotations
 
@@ -91,6 +95,14 @@ class ApplyConfig:
     zero_dates: str = "null"
     parallelism: int = 4
     """Tables applied at once (each in its own Spark session; 1 = one after another)."""
+    drop_columns: str = "drop"
+    """DROP COLUMN: "drop" it from the Delta table too, or "keep" it (see evolve.py)."""
+    retype: str = "rewrite"
+    """A type change Delta cannot widen in place: "rewrite" the table with the values
+    converted as MariaDB converts them (refused when that is not exact), or "error"."""
+    unknown_defaults: str = "error"
+    """ADD COLUMN whose value in existing rows binlake cannot evaluate (an expression,
+    CURRENT_TIMESTAMP on DATETIME, AUTO_INCREMENT): "error", or "null" (leave them NULL)."""
 
     def options_for(self, schema: str, table: str) -> TableOptions:
         name = f"{schema}.{table}"
@@ -137,8 +149,7 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     """
     from pyspark.sql import functions as F
 
-    if config.zero_dates not in ZERO_DATE_POLICIES:
-        raise ApplyError(f"zero_dates must be one of {ZERO_DATE_POLICIES}, not {config.zero_dates!r}")
+    _check_config(config)
     resolve = _resolver(specs)
     result = ApplyResult(batch_id)
     changes = changes.persist()  # every action would otherwise re-read the source
@@ -146,15 +157,35 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
         if config.change_log:
             _append_change_log(spark, changes, batch_id, config)
         _refuse_statements(changes, config)
-        stats = (changes.where(F.col("op").isin(*ROW_OPS, "truncate"))
+        op = F.col("op")
+        stats = (changes.where(op.isin(*ROW_OPS, "truncate", "ddl"))
                  .groupBy("schema", "table")
-                 .agg(F.max(F.when(F.col("op") == "truncate", F.col("seq"))).alias("trunc"),
-                      F.max(F.col("op").isin("update", "delete")).alias("deletes"))
+                 .agg(F.max(F.when(op == "truncate", F.col("seq"))).alias("trunc"),
+                      F.max(op.isin("update", "delete")).alias("deletes"),
+                      F.max(op != "ddl").alias("rows"), F.max(op == "ddl").alias("ddl"))
                  .collect())
-        jobs = []
-        for row in sorted(stats, key=lambda r: (r["schema"], r["table"])):
-            schema, table = row["schema"], row["table"]
-            if not config.wants(schema, table):
+        rows = {(r["schema"], r["table"]): r for r in stats if r["rows"]}
+        jobs: list[tuple[list[tuple[str, str]], Callable[["SparkSession"], None]]] = []
+        grouped: set[tuple[str, str]] = set()
+        if any(r["ddl"] for r in stats):
+            from . import evolve
+
+            steps = evolve.load_steps(changes)
+            if steps:
+                wanted = {k for k in rows if config.wants(*k)}
+                groups = evolve.make_groups(changes, steps, wanted)
+                journal = evolve.open_journal(spark, config, batch_id)
+                seq_type = changes.schema["seq"].dataType
+                for g in groups:
+                    grouped.update(g.keys)
+                    ctx = evolve.Context(config, batch_id, resolve, seq_type, journal, changes,
+                                         _apply_table)
+                    jobs.append((g.keys, lambda session, g=g, ctx=ctx:
+                                 evolve.run_group(session, g, ctx)))
+                    result.tables.extend(f"{s}.{t}" for s, t in g.keys if config.wants(s, t))
+        for key in sorted(rows):
+            schema, table = key
+            if key in grouped or not config.wants(schema, table):
                 continue
             spec = resolve(schema, table)
             if spec is None:
@@ -163,13 +194,37 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
                                       "information_schema)")
             part = (changes.where((F.col("schema") == schema) & (F.col("table") == table))
                     .dropDuplicates(["seq"]))  # at-least-once inputs: one row per change
+            row = rows[key]
             trunc = tuple(row["trunc"]) if row["trunc"] is not None else None
-            jobs.append((spec, part, trunc, bool(row["deletes"])))
-        _run_tables(spark, jobs, batch_id, config)
-        result.tables.extend(f"{spec.schema}.{spec.table}" for spec, *_ in jobs)
+
+            def job(session: "SparkSession", spec: TableSpec = spec, part: "DataFrame" = part,
+                    trunc: tuple[int, ...] | None = trunc, deletes: bool = bool(row["deletes"])
+                    ) -> None:
+                _apply_table(session, part, batch_id, config, spec, trunc, deletes)
+
+            jobs.append(([key], job))
+            result.tables.append(f"{schema}.{table}")
+        try:
+            _run_tables(spark, jobs, config)
+        except Exception:
+            if grouped:
+                from . import evolve
+
+                evolve.forget_caches(config.target)
+            raise
     finally:
         changes.unpersist()
     return result
+
+
+POLICIES = {"zero_dates": ZERO_DATE_POLICIES, "drop_columns": ("drop", "keep"),
+            "retype": ("rewrite", "error"), "unknown_defaults": ("error", "null")}
+
+
+def _check_config(config: ApplyConfig) -> None:
+    for name, allowed in POLICIES.items():
+        if getattr(config, name) not in allowed:
+            raise ApplyError(f"{name} must be one of {allowed}, not {getattr(config, name)!r}")
 
 
 def _refuse_statements(changes: "DataFrame", config: ApplyConfig) -> None:
@@ -187,17 +242,20 @@ def _refuse_statements(changes: "DataFrame", config: ApplyConfig) -> None:
                      "tables), then re-snapshot the table")
 
 
-def _run_tables(spark: "SparkSession", jobs: list[tuple[Any, ...]], batch_id: int,
+def _run_tables(spark: "SparkSession",
+                jobs: list[tuple[list[tuple[str, str]], Callable[["SparkSession"], None]]],
                 config: ApplyConfig) -> None:
-    """Apply each table; tables are independent Delta logs, so they may run concurrently."""
+    """Run each job (one table, or the tables a batch's DDL links); jobs touch disjoint
+    Delta logs, so they may run concurrently."""
 
-    def one(session: "SparkSession", job: tuple[Any, ...]) -> None:
-        spec, part, trunc, deletes = job
+    def one(session: "SparkSession", job: tuple[list[tuple[str, str]], Any]) -> None:
+        keys, fn = job
         try:
-            _apply_table(session, part, batch_id, config, spec, trunc, deletes)
+            fn(session)
         except Exception:
-            _KNOWN.pop(table_path(config.target, spec.schema, spec.table), None)
-            _KNOWN.pop(tombstone_path(config.target, spec.schema, spec.table), None)
+            for schema, table in keys:
+                _KNOWN.pop(table_path(config.target, schema, table), None)
+                _KNOWN.pop(tombstone_path(config.target, schema, table), None)
             raise
 
     if config.parallelism <= 1 or len(jobs) <= 1:
@@ -211,7 +269,7 @@ def _run_tables(spark: "SparkSession", jobs: list[tuple[Any, ...]], batch_id: in
     for child in _child_sessions(spark, workers):
         sessions.put(child)
 
-    def run(job: tuple[Any, ...]) -> None:
+    def run(job: tuple[list[tuple[str, str]], Any]) -> None:
         session = sessions.get()  # a session is used by one thread at a time
         try:
             one(session, job)
@@ -370,40 +428,47 @@ def _plan(spec: TableSpec, opts: TableOptions) -> _Plan:
     return _Plan(spec, keys, cols, tracked)
 
 
+def target_schema(spec: TableSpec, plan: _Plan, opts: TableOptions, seq_type: Any,
+                  zero_dates: str) -> "StructType":
+    """The Delta table's columns: the selected source columns, then the SCD columns."""
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    data = spec.spark_schema(zero_dates, plan.cols).fields
+    if opts.scd_type == 2:
+        return StructType([*data, StructField(START_AT, seq_type), StructField(END_AT, seq_type)])
+    if opts.scd_type == 1:
+        return StructType([*data, StructField(SEQ_COL, seq_type),
+                           StructField(TS_COL, TimestampType())])
+    raise ApplyError(f"scd_type must be 1 or 2, not {opts.scd_type}")
+
+
 def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config: ApplyConfig,
-                 spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool) -> None:
+                 spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool,
+                 app_id: str | None = None) -> None:
+    """Apply one table's rows (all in `spec`'s shape) with one MERGE committed as txn
+    (app_id, batch_id); `app_id` defaults to the config's (segments between DDL use their own)."""
+    app_id = app_id or config.app_id
     opts = config.options_for(spec.schema, spec.table)
     plan = _plan(spec, opts)
     path = table_path(config.target, spec.schema, spec.table)
     tomb_path = tombstone_path(config.target, spec.schema, spec.table)
-    data_schema = spec.spark_schema(config.zero_dates, plan.cols)
+    seq_type = part.schema["seq"].dataType
+    schema = target_schema(spec, plan, opts, seq_type, config.zero_dates)
     events = _events(part, plan, config.zero_dates)
     if config.tombstones:
         events = _late_filter(spark, events, plan, tomb_path)
+    ensure_table(spark, path, schema)
     if opts.scd_type == 2:
-        from pyspark.sql.types import StructField, StructType
-
-        seq_type = part.schema["seq"].dataType
-        ensure_table(spark, path, StructType([*data_schema.fields,
-                                              StructField(START_AT, seq_type),
-                                              StructField(END_AT, seq_type)]))
-        net = _scd2(spark, events, plan, path, trunc, batch_id, config.app_id)
-    elif opts.scd_type == 1:
-        from pyspark.sql.types import StructField, StructType, TimestampType
-
-        ensure_table(spark, path, StructType([*data_schema.fields,
-                                              StructField(SEQ_COL, part.schema["seq"].dataType),
-                                              StructField(TS_COL, TimestampType())]))
+        net = _scd2(spark, events, plan, path, trunc, batch_id, app_id)
+    else:
         if trunc is not None:
             from pyspark.sql import functions as F
 
             events = events.where(F.col("_seq") > _seq_lit(trunc))
-        net = _scd1(spark, events, plan, path, trunc, batch_id, config.app_id)
-    else:
-        raise ApplyError(f"scd_type must be 1 or 2, not {opts.scd_type}")
+        net = _scd1(spark, events, plan, path, trunc, batch_id, app_id)
     if config.tombstones and (has_deletes or trunc is not None):
-        _write_tombstones(spark, net, plan, tomb_path, part.schema["seq"].dataType, trunc,
-                          config.zero_dates, batch_id, config.app_id)
+        _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc,
+                          config.zero_dates, batch_id, app_id)
 
 
 def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
