@@ -171,9 +171,8 @@ def _encode_valid(c: ColumnInfo, draw: st.DrawFn) -> bytes:
     return b""
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_c_decoder_agrees_with_python_on_valid_rows(data: st.DataObject) -> None:
+def _valid_table(data: st.DataObject) -> tuple[list[ColumnInfo], bytes]:
+    """A random table of common types and a few well-formed rows of it."""
     kinds = [T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.DATE, T.DATETIME2, T.TIMESTAMP2,
              T.NEWDECIMAL, T.VARCHAR, T.BLOB]
     n = data.draw(st.integers(1, 8))
@@ -193,6 +192,14 @@ def test_c_decoder_agrees_with_python_on_valid_rows(data: st.DataObject) -> None
         for i, c in enumerate(cols):
             if not nulls >> i & 1:
                 buf += _encode_valid(c, data.draw)
+    return cols, buf
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_c_decoder_agrees_with_python_on_valid_rows(data: st.DataObject) -> None:
+    cols, buf = _valid_table(data)
+    n = len(cols)
     present = [True] * n
     r_py = _run(compile_python_row_decoder(cols, present), buf)
     r_c = _run(compile_c_row_decoder(cols, present), buf)
@@ -270,25 +277,8 @@ def test_c_json_images_agree_with_the_python_encoder(sh, buf: bytes) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_c_json_images_agree_on_valid_rows(data: st.DataObject) -> None:
-    kinds = [T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.DATE, T.DATETIME2, T.TIMESTAMP2,
-             T.NEWDECIMAL, T.VARCHAR, T.BLOB]
-    n = data.draw(st.integers(1, 8))
-    cols = []
-    for i in range(n):
-        t = data.draw(st.sampled_from(kinds))
-        meta = {T.DATETIME2: data.draw(st.integers(0, 6)), T.TIMESTAMP2: data.draw(st.integers(0, 6)),
-                T.NEWDECIMAL: (data.draw(st.integers(10, 65)) << 8) | data.draw(st.integers(0, 9)),
-                T.VARCHAR: data.draw(st.sampled_from([20, 300])), T.BLOB: 2}.get(t, 0)
-        cols.append(ColumnInfo(index=i, type=t, binlog_type=t, meta=meta, nullable=True,
-                               unsigned=data.draw(st.booleans()),
-                               collation=45 if t in (T.VARCHAR, T.BLOB) else None))
-    buf = b""
-    for _ in range(data.draw(st.integers(1, 4))):
-        nulls = data.draw(st.integers(0, (1 << n) - 1))
-        buf += nulls.to_bytes((n + 7) // 8, "little")
-        for i, c in enumerate(cols):
-            if not nulls >> i & 1:
-                buf += _encode_valid(c, data.draw)
+    cols, buf = _valid_table(data)
+    n = len(cols)
     jdec, pydec, enc = _json_pair(cols, [True] * n)
     expect, got = _json_run(jdec, pydec, enc, buf), _c_json_run(jdec, buf)
     assert expect[0] == "ok" and expect == got

@@ -956,52 +956,6 @@ static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
     return Py_BuildValue("(Nn)", img, p);
 }
 
-/* json_many(buf, pos, end, out[, after]) -> pos: like many(), images as JSON bytes. */
-static PyObject *RowDecoder_json_many(RowDecoder *self, PyObject *args) {
-    PyObject *bufobj, *out, *after = Py_None;
-    Py_ssize_t p, end;
-    Py_buffer view;
-    if (!self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
-    if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
-    RowDecoder *adec = NULL;
-    if (after != Py_None) {
-        if (Py_TYPE(after) != Py_TYPE((PyObject *)self) || !((RowDecoder *)after)->json) {
-            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder with JSON formatters");
-            return NULL;
-        }
-        adec = (RowDecoder *)after;
-    }
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
-    if (end > view.len) end = view.len;
-    if (p < 0) p = 0;
-    const unsigned char *b = view.buf;
-    if (self->npresent == 0 && p < end) {
-        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
-        goto fail;
-    }
-    while (p < end) {
-        PyObject *row = encode_row(self, bufobj, b, end, &p);
-        if (row == NULL) goto fail;
-        if (adec != NULL) {
-            PyObject *arow = encode_row(adec, bufobj, b, end, &p);
-            if (arow == NULL) { Py_DECREF(row); goto fail; }
-            PyObject *pair = PyTuple_Pack(2, row, arow);
-            Py_DECREF(row);
-            Py_DECREF(arow);
-            if (pair == NULL) goto fail;
-            row = pair;
-        }
-        int rc = PyList_Append(out, row);
-        Py_DECREF(row);
-        if (rc < 0) goto fail;
-    }
-    PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(p);
-fail:
-    PyBuffer_Release(&view);
-    return NULL;
-}
-
 static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw) {
     PyObject *bufobj;
     Py_ssize_t p;
@@ -1016,16 +970,21 @@ static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw)
     return res;
 }
 
-/* many(buf, pos, end, out) -> pos: append every row image in [pos, end) to `out`. */
-static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) {
+typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t *);
+
+/* many()/json_many(): every row image in [pos, end) appended to `out` (with `after`:
+   (before, after) pairs of an update), as value tuples or as JSON bytes. */
+static PyObject *run_many(RowDecoder *self, PyObject *args, int json) {
     PyObject *bufobj, *out, *after = Py_None;
     Py_ssize_t p, end;
     Py_buffer view;
+    row_fn one = json ? encode_row : decode_row;
+    if (json && !self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
     if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
     RowDecoder *adec = NULL;
     if (after != Py_None) {
-        if (Py_TYPE(after) != Py_TYPE((PyObject *)self)) {
-            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder");
+        if (Py_TYPE(after) != Py_TYPE((PyObject *)self) || (json && !((RowDecoder *)after)->json)) {
+            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder (with JSON formatters for json_many)");
             return NULL;
         }
         adec = (RowDecoder *)after;
@@ -1039,10 +998,10 @@ static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) {
         goto fail;
     }
     while (p < end) {
-        PyObject *row = decode_row(self, bufobj, b, end, &p);
+        PyObject *row = one(self, bufobj, b, end, &p);
         if (row == NULL) goto fail;
         if (adec != NULL) {
-            PyObject *arow = decode_row(adec, bufobj, b, end, &p);
+            PyObject *arow = one(adec, bufobj, b, end, &p);
             if (arow == NULL) { Py_DECREF(row); goto fail; }
             PyObject *pair = PyTuple_Pack(2, row, arow);
             Py_DECREF(row);
@@ -1060,6 +1019,10 @@ fail:
     PyBuffer_Release(&view);
     return NULL;
 }
+
+static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) { return run_many(self, args, 0); }
+
+static PyObject *RowDecoder_json_many(RowDecoder *self, PyObject *args) { return run_many(self, args, 1); }
 
 static void free_op(ColOp *op) {
     Py_XDECREF(op->obj);
