@@ -125,6 +125,10 @@ class ApplyResult:
     batch_id: int
     tables: list[str] = field(default_factory=list)
     """'schema.table' of every table the batch touched."""
+    changes: int = 0
+    """Records of the batch (row changes, truncate and ddl records)."""
+    newest_ts: Any = None
+    """Commit time (datetime) of the newest record, for the lag."""
 
 
 def table_path(target: str, schema: str, table: str) -> str:
@@ -162,8 +166,11 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
                  .groupBy("schema", "table")
                  .agg(F.max(F.when(op == "truncate", F.col("seq"))).alias("trunc"),
                       F.max(op.isin("update", "delete")).alias("deletes"),
-                      F.max(op != "ddl").alias("rows"), F.max(op == "ddl").alias("ddl"))
+                      F.max(op != "ddl").alias("rows"), F.max(op == "ddl").alias("ddl"),
+                      F.count(F.lit(1)).alias("n"), F.max("ts").alias("ts"))
                  .collect())
+        result.changes = sum(int(r["n"]) for r in stats)
+        result.newest_ts = max((r["ts"] for r in stats if r["ts"] is not None), default=None)
         rows = {(r["schema"], r["table"]): r for r in stats if r["rows"]}
         jobs: list[tuple[list[tuple[str, str]], Callable[["SparkSession"], None]]] = []
         grouped: set[tuple[str, str]] = set()

@@ -348,12 +348,10 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     lock = threading.Lock()
 
     def handle(batch: "DataFrame", batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         t0 = time.monotonic()
         end = batch_end(ckpt, batch_id)
         # Shapes at the batch's end (the offset log is written before the batch runs).
-        apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
+        result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
         if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
             # Fault injection for the crash tests: die after the Delta commits, before Spark
             # records the batch as done, so the restart replays a batch already applied.
@@ -361,15 +359,17 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
             logging.shutdown()
             os.kill(os.getpid(), signal.SIGKILL)
         t1 = time.monotonic()
-        stats = batch.agg(F.count("*").alias("n"), F.max("ts").alias("ts")).collect()[0]
-        lag = None if stats["ts"] is None else max(0.0, time.time() - stats["ts"].timestamp())
+        # Counted by apply's own pass over the persisted batch: another action here would
+        # read the binlog range from the primary once more.
+        n, newest = result.changes, result.newest_ts
+        lag = None if newest is None else max(0.0, time.time() - newest.timestamp())
         with lock:
             report.batches += 1
-            report.rows += int(stats["n"])
+            report.rows += n
             if lag is not None:
                 report.last_lag_s = lag
-        info = {"batch": batch_id, "rows": int(stats["n"]), "lag_s": report.last_lag_s,
-                **metrics.batch_applied(batch_id, int(stats["n"]), t1 - t0, lag, end)}
+        info = {"batch": batch_id, "rows": n, "lag_s": report.last_lag_s,
+                **metrics.batch_applied(batch_id, n, t1 - t0, lag, end)}
         log.info("batch applied", extra=info)
         if on_progress is not None:
             on_progress(info)
