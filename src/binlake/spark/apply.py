@@ -26,7 +26,7 @@ added before the MERGE. Records with op `ddl` (the schema history's description 
 statement) evolve the Delta tables in `seq` order: rows before the statement are applied in
 the old shape, then the statement (add/drop/rename/retype columns with the backfill MariaDB
 did, create/drop/rename tables), then the rows after it; from then on the table's shape is
-the one its last DDL stored. Policies and the exactly-once protocol: `evolve.py`.
+the one its last DDL stored. Policies and the exactly-once protocol: the `evolve` package docstring.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ class ApplyConfig:
     parallelism: int = 4
     """Tables applied at once (each in its own Spark session; 1 = one after another)."""
     drop_columns: str = "drop"
-    """DROP COLUMN: "drop" it from the Delta table too, or "keep" it (see evolve.py)."""
+    """DROP COLUMN: "drop" it from the Delta table too, or "keep" it (see the evolve package)."""
     retype: str = "rewrite"
     """A type change Delta cannot widen in place: "rewrite" the table with the values
     converted as MariaDB converts them (refused when that is not exact), or "error"."""
