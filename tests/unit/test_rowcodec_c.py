@@ -301,3 +301,16 @@ def test_json_text_escapes_like_json_dumps() -> None:
     assert json.loads(img) == {"c0": text, "c1": 0.1}
     assert img == json.dumps({"c0": text, "c1": 0.1}, ensure_ascii=False,
                              separators=(",", ":")).encode()
+
+
+def test_json_text_buffer_grows_with_escapes() -> None:
+    import json
+
+    cols = [ColumnInfo(index=0, type=T.BLOB, binlog_type=T.BLOB, meta=4, nullable=True,
+                       collation=45)]
+    jdec, _, _ = _json_pair(cols, [True])
+    for text in ('"' * 70_000, "\x01" * 50_000 + "é" * 10, "a" * 9 + "\n" * 30_000 + "😀"):
+        raw = text.encode()
+        img, pos = jdec.json(b"\x00" + len(raw).to_bytes(4, "little") + raw, 0)
+        assert pos == 5 + len(raw)
+        assert img == json.dumps({"c0": text}, ensure_ascii=False, separators=(",", ":")).encode()

@@ -510,8 +510,19 @@ static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
 
 /* Validate strict UTF-8 and write it JSON-escaped in one pass; 0 if the bytes are not
    valid UTF-8 (nothing is promised about the output then), -1 on memory errors. */
+/* Room for the rest of the input copied as is, plus `extra` bytes of escapes (the buffer
+   grows with what is written, not by 6x the input up front). */
+#define ROOM(extra) do { \
+        Py_ssize_t used_ = (char *)d - o->p; \
+        if (o->cap - used_ < (n - i) + 8 + (extra)) { \
+            o->len = used_; \
+            if (buf_reserve(o, (n - i) + 64 + (extra)) < 0) return -1; \
+            d = (unsigned char *)o->p + o->len; \
+        } \
+    } while (0)
+
 static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
-    if (buf_reserve(o, 6 * n + 2) < 0) return -1;
+    if (buf_reserve(o, n + 16) < 0) return -1;
     unsigned char *d = (unsigned char *)o->p + o->len;
     Py_ssize_t i = 0;
     while (i < n) {
@@ -528,6 +539,7 @@ static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
         unsigned char c = s[i];
         if (c < 0x80) {
             if (c >= 0x20 && c != '"' && c != '\\') { *d++ = c; i++; continue; }
+            ROOM(6);
             *d++ = '\\';
             switch (c) {
             case '"': *d++ = '"'; break;
@@ -939,7 +951,13 @@ static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned c
     }
     if (putch(o, '}') < 0) return NULL;
     *pp = p;
-    return PyBytes_FromStringAndSize(o->p, o->len);
+    PyObject *img = PyBytes_FromStringAndSize(o->p, o->len);
+    if (o->cap > (8 << 20)) {  /* one huge value must not keep its buffer for good */
+        PyMem_Free(o->p);
+        o->p = NULL;
+        o->cap = o->len = 0;
+    }
+    return img;
 }
 
 static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
