@@ -125,21 +125,49 @@ static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
     }
 }
 
-static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
+/* Calendar fields of a temporal value; `ok` is 0 when Python's datetime cannot hold it
+   (zero dates, zero-in-date parts, corrupt bytes): callers defer to the Python helpers. */
+typedef struct { long Y, M, D; int h, mi, s, ok; } Civil;
+
+static Civil datetime2_fields(uint64_t intpart, int us) {
+    Civil c = {0, 0, 0, 0, 0, 0, 0};
+    int64_t x = (int64_t)intpart - 0x8000000000LL;
+    if (x < 0) return c;
+    int64_t ymd = x >> 17, ym = ymd >> 5, hms = x & 0x1FFFF;
+    c.Y = (long)(ym / 13); c.M = (long)(ym % 13); c.D = (long)(ymd & 31);
+    c.h = (int)(hms >> 12); c.mi = (int)((hms >> 6) & 63); c.s = (int)(hms & 63);
+    c.ok = valid_date(c.Y, c.M, c.D) && c.h < 24 && c.mi < 60 && c.s < 60 && us < 1000000;
+    return c;
+}
+
+static Civil epoch_fields(uint64_t secs) {
+    /* days since 1970-01-01 -> civil date (proleptic Gregorian) */
+    Civil c;
+    int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
+    int64_t z = days + 719468, era = z / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    if (m <= 2) y++;
+    c.Y = (long)y; c.M = (long)m; c.D = (long)d;
+    c.h = (int)(rem / 3600); c.mi = (int)(rem / 60 % 60); c.s = (int)(rem % 60); c.ok = 1;
+    return c;
+}
+
+/* DECIMAL(p,s) bytes at s -> its p decimal digits (with leading zeros) and sign; -1 on
+   a digit group beyond its digits. The caller checked the metadata and the length. */
+static int decimal_digits(const ColOp *op, const unsigned char *s, char *digits, int *neg) {
     int prec = op->a, scale = op->b;
     int intg = prec - scale, intg0 = intg / 9, intg0x = intg % 9;
     int frac0 = scale / 9, frac0x = scale % 9;
     int size = DIG2BYTES[intg0x] + 4 * (intg0 + frac0) + DIG2BYTES[frac0x];
     unsigned char tmp[40];
-    char digits[100];
-    int nd = 0, neg, at = 0;
-    if (size > (int)sizeof(tmp)) {
-        PyErr_Format(g_decode_error, "invalid DECIMAL(%d,%d) metadata", prec, scale);
-        return NULL;
-    }
+    int nd = 0, at = 0;
     memcpy(tmp, s, size);
-    neg = !(tmp[0] & 0x80);
-    if (neg) for (int i = 0; i < size; i++) tmp[i] = (unsigned char)~tmp[i];
+    *neg = !(tmp[0] & 0x80);
+    if (*neg) for (int i = 0; i < size; i++) tmp[i] = (unsigned char)~tmp[i];
     tmp[0] &= 0x7F;
     /* groups: leading partial integer group, full groups, trailing partial fraction group */
     int ngroups = (intg0x ? 1 : 0) + intg0 + frac0 + (frac0x ? 1 : 0);
@@ -152,11 +180,19 @@ static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
         if (v >= POW10[ndig]) {
             PyErr_Format(g_decode_error, "DECIMAL(%d,%d) has a digit group beyond its digits",
                          prec, scale);
-            return NULL;
+            return -1;
         }
         for (int k = ndig - 1; k >= 0; k--) { digits[nd + k] = (char)('0' + v % 10); v /= 10; }
         nd += ndig;
     }
+    return nd;
+}
+
+static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
+    int scale = op->b, neg;
+    char digits[100];
+    int nd = decimal_digits(op, s, digits, &neg);
+    if (nd < 0) return NULL;
     int first = 0;
     while (first < nd - 1 && digits[first] == '0') first++;
     char text[128];
@@ -174,17 +210,9 @@ static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
 }
 
 static PyObject *timestamp_utc(uint64_t secs, int us) {
-    /* days since 1970-01-01 -> civil date (proleptic Gregorian) */
-    int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
-    int64_t z = days + 719468, era = z / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
-    int64_t m = mp < 10 ? mp + 3 : mp - 9;
-    if (m <= 2) y++;
+    Civil c = epoch_fields(secs);
     return PyDateTimeAPI->DateTime_FromDateAndTime(
-        (int)y, (int)m, (int)d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), us,
+        (int)c.Y, (int)c.M, (int)c.D, c.h, c.mi, c.s, us,
         PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType);
 }
 
@@ -333,15 +361,10 @@ static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned 
         uint64_t intpart = be(b + p, 5);
         int us = frac_us(b + p + 5, fsp);
         p += 5 + fb;
-        int64_t x = (int64_t)intpart - 0x8000000000LL;
-        if (x >= 0) {
-            int64_t ymd = x >> 17, ym = ymd >> 5, hms = x & 0x1FFFF;
-            long Y = (long)(ym / 13), M = (long)(ym % 13), D = (long)(ymd & 31);
-            int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
-            if (valid_date(Y, M, D) && h < 24 && mi < 60 && s < 60 && us < 1000000) {
-                v = PyDateTime_FromDateAndTime((int)Y, (int)M, (int)D, h, mi, s, us);
-                break;
-            }
+        Civil c = datetime2_fields(intpart, us);
+        if (c.ok) {
+            v = PyDateTime_FromDateAndTime((int)c.Y, (int)c.M, (int)c.D, c.h, c.mi, c.s, us);
+            break;
         }
         v = PyObject_CallFunction(g_dt2_fb, "Kii", (unsigned long long)intpart, us, fsp);
         break;
@@ -707,32 +730,10 @@ static int put_float32(Buf *o, float f) {
 }
 
 static int put_decimal(Buf *o, const ColOp *op, const unsigned char *s) {
-    int prec = op->a, scale = op->b;
-    int intg = prec - scale, intg0 = intg / 9, intg0x = intg % 9;
-    int frac0 = scale / 9, frac0x = scale % 9;
-    int size = DIG2BYTES[intg0x] + 4 * (intg0 + frac0) + DIG2BYTES[frac0x];
-    unsigned char tmp[40];
+    int intg = op->a - op->b, scale = op->b, neg;
     char digits[100];
-    int nd = 0, at = 0;
-    memcpy(tmp, s, size);
-    int neg = !(tmp[0] & 0x80);
-    if (neg) for (int i = 0; i < size; i++) tmp[i] = (unsigned char)~tmp[i];
-    tmp[0] &= 0x7F;
-    int ngroups = (intg0x ? 1 : 0) + intg0 + frac0 + (frac0x ? 1 : 0);
-    for (int g = 0; g < ngroups; g++) {
-        int nbytes = 4, ndig = 9;
-        if (g == 0 && intg0x) { nbytes = DIG2BYTES[intg0x]; ndig = intg0x; }
-        else if (g == ngroups - 1 && frac0x) { nbytes = DIG2BYTES[frac0x]; ndig = frac0x; }
-        uint32_t v = (uint32_t)be(tmp + at, nbytes);
-        at += nbytes;
-        if (v >= POW10[ndig]) {
-            PyErr_Format(g_decode_error, "DECIMAL(%d,%d) has a digit group beyond its digits",
-                         prec, scale);
-            return -1;
-        }
-        for (int k = ndig - 1; k >= 0; k--) { digits[nd + k] = (char)('0' + v % 10); v /= 10; }
-        nd += ndig;
-    }
+    int nd = decimal_digits(op, s, digits, &neg);
+    if (nd < 0) return -1;
     int zero = 1;
     for (int i = 0; i < nd; i++) if (digits[i] != '0') { zero = 0; break; }
     int first = 0;
@@ -748,13 +749,13 @@ static int put_decimal(Buf *o, const ColOp *op, const unsigned char *s) {
     return put(o, text, len);
 }
 
-static int put_datetime(Buf *o, long Y, long M, long D, int h, int mi, int s, int us, int fsp,
-                        int utc) {
+static int put_datetime(Buf *o, const Civil *c, int us, int fsp, int utc) {
     char t[48], *d = t;
     *d++ = '"';
-    d = digits2(digits2(d, (int)(Y / 100)), (int)(Y % 100));
-    *d++ = '-'; d = digits2(d, (int)M); *d++ = '-'; d = digits2(d, (int)D);
-    *d++ = 'T'; d = digits2(d, h); *d++ = ':'; d = digits2(d, mi); *d++ = ':'; d = digits2(d, s);
+    d = digits2(digits2(d, (int)(c->Y / 100)), (int)(c->Y % 100));
+    *d++ = '-'; d = digits2(d, (int)c->M); *d++ = '-'; d = digits2(d, (int)c->D);
+    *d++ = 'T'; d = digits2(d, c->h); *d++ = ':'; d = digits2(d, c->mi); *d++ = ':';
+    d = digits2(d, c->s);
     if (fsp) {
         char f[6];
         for (int k = 5; k >= 0; k--) { f[k] = (char)('0' + us % 10); us /= 10; }
@@ -811,18 +812,11 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
     case OP_DATETIME2: {
         int fsp = op->a, fb = FRAC_BYTES[fsp];
         NEEDI(5 + fb);
-        int64_t x = (int64_t)be(b + p, 5) - 0x8000000000LL;
         int us = frac_us(b + p + 5, fsp);
-        if (x >= 0) {
-            int64_t ymd = x >> 17, ym = ymd >> 5, hms = x & 0x1FFFF;
-            long Y = (long)(ym / 13), M = (long)(ym % 13), D = (long)(ymd & 31);
-            int h = (int)(hms >> 12), mi = (int)((hms >> 6) & 63), s = (int)(hms & 63);
-            if (valid_date(Y, M, D) && h < 24 && mi < 60 && s < 60 && us < 1000000) {
-                *pp = p + 5 + fb;
-                return put_datetime(o, Y, M, D, h, mi, s, us, fsp, 0);
-            }
-        }
-        return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        Civil c = datetime2_fields(be(b + p, 5), us);
+        if (!c.ok) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        *pp = p + 5 + fb;
+        return put_datetime(o, &c, us, fsp, 0);
     }
     case OP_TIMESTAMP2: {
         int fsp = op->a, fb = FRAC_BYTES[fsp];
@@ -830,16 +824,9 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
         uint64_t secs = be(b + p, 4);
         int us = frac_us(b + p + 4, fsp);
         if (!secs || us >= 1000000) return put_fmt_decoded(o, op, bufobj, b, n, pp);
-        int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
-        int64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
-        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-        int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
-        int64_t m = mp < 10 ? mp + 3 : mp - 9;
-        if (m <= 2) y++;
+        Civil c = epoch_fields(secs);
         *pp = p + 4 + fb;
-        return put_datetime(o, (long)y, (long)m, (long)d, (int)(rem / 3600), (int)(rem / 60 % 60),
-                            (int)(rem % 60), us, fsp, 1);
+        return put_datetime(o, &c, us, fsp, 1);
     }
     case OP_TIME2: {
         int fsp = op->a, size = 3 + FRAC_BYTES[fsp];
