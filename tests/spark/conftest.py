@@ -79,3 +79,12 @@ def assert_row_matches(row: dict[str, Any], rec: ChangeRecord) -> None:
         got = None if row[which] is None else json.loads(row[which])
         assert got == expected_image(rec, which), (which, rec.position)
     assert row["query"] == rec.statement
+
+
+@pytest.fixture(scope="module")
+def sspark(spark: Any) -> Any:
+    """The session SparkSession with format("binlake") able to stream (files + stream)."""
+    from binlake.spark.stream_source import BinlakeDataSource
+
+    spark.dataSource.register(BinlakeDataSource)
+    return spark

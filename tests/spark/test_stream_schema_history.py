@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from binlake.errors import ConfigError
 from binlake.spark.arrow import file_index
 from binlake.spark.stream_source import (
-    BinlakeDataSource, BinlogStreamReader, OffsetUnavailable, load_schema_history,
+    BinlogStreamReader, OffsetUnavailable, load_schema_history,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -39,12 +39,6 @@ def server(mariadb_factory: Callable[..., Any]) -> Any:
     srv = mariadb_factory(binlog_row_metadata="MINIMAL")
     assert srv.sql("SELECT @@global.binlog_row_metadata", database=None)[0][0] == "MINIMAL"
     return srv
-
-
-@pytest.fixture(scope="module")
-def sspark(spark: Any) -> Any:
-    spark.dataSource.register(BinlakeDataSource)
-    return spark
 
 
 def end_of(server: Any) -> tuple[str, int]:

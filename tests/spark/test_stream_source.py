@@ -26,7 +26,7 @@ from binlake.files import read_events
 from binlake.replica.position import TransactionBoundaries
 from binlake.spark.arrow import file_index
 from binlake.spark.stream_source import (
-    BinlakeDataSource, BinlogRange, BinlogStreamReader, OffsetUnavailable, RangeIncomplete,
+    BinlogRange, BinlogStreamReader, OffsetUnavailable, RangeIncomplete,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -40,13 +40,6 @@ Key = tuple[int, int]
 @pytest.fixture(scope="module")
 def server(mariadb_factory: Callable[..., Any]) -> Any:
     return mariadb_factory()
-
-
-@pytest.fixture(scope="module")
-def sspark(spark: Any) -> Any:
-    """The session SparkSession with format("binlake") able to stream (files + stream)."""
-    spark.dataSource.register(BinlakeDataSource)
-    return spark
 
 
 def end_of(server: Any) -> tuple[str, int]:
