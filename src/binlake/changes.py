@@ -275,6 +275,25 @@ def _formatters(tm: TableMapEvent) -> dict[str, Callable[[Any], Any]]:
     return cached
 
 
+_MODE = {"insert": 0, "delete": 1, "update": 2}
+_RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary_key", "file",
+                          "pos", "end_pos", "row", "inner", "gtid", "timestamp", "table_map",
+                          "statement", "ddl")
+
+
+def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
+    """The C record builder, told ChangeRecord's slots (None without the extension)."""
+    from .binlog.columns.rowcodec import _speedups
+
+    if _speedups is None or not hasattr(_speedups, "make_records"):
+        return None
+    assert ChangeRecord.__slots__ == _RECORD_TEMPLATE_ORDER  # the template below follows it
+    _speedups.record_class(ChangeRecord, ChangeRecord.__slots__)
+    return _speedups.make_records
+
+
+_make_records = _load_make_records()
+
 # -- events -> records --------------------------------------------------------------------
 
 class ChangeTracker:
@@ -305,6 +324,10 @@ class ChangeTracker:
         kind, file, offset, end, inner, gtid, ts = (ev.kind, ev.file, ev.offset, ev.end,
                                                     ev.inner_index, self.gtid, ev.timestamp)
         schema, table = common
+        if _make_records is not None:
+            # C: records allocated and their slots filled directly (no __init__ per row).
+            return _make_records((kind, schema, table, None, None, pk, file, offset, end, 0,
+                                  inner, gtid, ts, tm, None, None), ev.rows, _MODE[kind])
         if kind == "update":
             return [ChangeRecord(kind, schema, table, row[0], row[1], pk, file, offset, end, i,
                                  inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
@@ -313,7 +336,6 @@ class ChangeTracker:
                                  inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
         return [ChangeRecord(kind, schema, table, row, None, pk, file, offset, end, i,
                              inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
-
 
     def _statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
         """TRUNCATE (always) and DDL (when the schema history described it) as records."""
