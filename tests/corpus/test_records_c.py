@@ -18,7 +18,8 @@ from binlake.files import read_events
 
 from corpus_index import corpus_files
 
-pytestmark = pytest.mark.skipif(_c_module is None, reason="C extension not built")
+pytestmark = pytest.mark.skipif(changes._make_records is None,
+                                reason="C extension not built or BINLAKE_PURE_PYTHON set")
 
 FIELDS = ChangeRecord.__slots__
 

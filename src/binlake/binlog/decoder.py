@@ -18,7 +18,7 @@ from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
 )
 from .codecs import control, query, rows
-from .events import Event, FormatDescriptionEvent, RowsEvent, TransactionPayloadEvent, UnknownEvent
+from .events import Event, FormatDescriptionEvent, TransactionPayloadEvent, UnknownEvent
 from .header import EventHeader, parse_header
 from .table_map import TableMapEvent, decode_table_map
 
@@ -341,8 +341,8 @@ class BinlogDecoder:
                               hint="start reading at a transaction boundary (a GTID or BEGIN event)")
         if self.table_filter is not None and not self.table_filter(table.schema, table.table):
             # The user asked for other tables only: keep the event, skip decoding its rows.
-            return RowsEvent(**base, kind=rows.KIND[code], table_id=table_id, flags=0, table=table,
-                             rows=[], filtered=True)
+            return rows.make_rows_event(base["header"], base["file"], base["offset"], base["end"],
+                                        None, rows.KIND[code], table_id, 0, table, [], b"", 2, True)
         return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images,
                                 header=head)
 

@@ -5,6 +5,7 @@ import struct
 from dataclasses import dataclass
 
 from .constants import EventType
+from .makers import slot_maker
 
 _HEADER = struct.Struct("<IBIIIH")
 
@@ -23,9 +24,12 @@ class EventHeader:
         return EventType.name_of(self.type_code)
 
 
+_make_header = slot_maker(EventHeader)
+
+
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> EventHeader:
     """Parse a header; the caller guarantees 19 bytes are there."""
-    return EventHeader(*_HEADER.unpack_from(buf, pos))
+    return _make_header(*_HEADER.unpack_from(buf, pos))
 
 
 def pack_header(h: EventHeader) -> bytes:

@@ -14,6 +14,7 @@ from ...values import ABSENT, JsonPatch
 from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
 from ..constants import EventType as E
 from ..events import RowsEvent
+from ..makers import slot_maker
 from ..table_map import TableMapEvent
 from ..wire import bitmap_bits, packed_int, raw, uint_n
 
@@ -30,6 +31,10 @@ VERSION = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
            E.WRITE_ROWS_V1: 1, E.UPDATE_ROWS_V1: 1, E.DELETE_ROWS_V1: 1,
            E.MARIADB_WRITE_ROWS_COMPRESSED_V1: 1, E.MARIADB_UPDATE_ROWS_COMPRESSED_V1: 1,
            E.MARIADB_DELETE_ROWS_COMPRESSED_V1: 1}
+
+# RowsEvent(header, file, offset, end, inner_index, kind, table_id, flags, table, rows,
+#           extra_data, version, filtered), positionally: one per rows event.
+make_rows_event = slot_maker(RowsEvent)
 
 PARTIAL_JSON_UPDATES = 1  # value_options bit in PARTIAL_UPDATE_ROWS
 
@@ -124,8 +129,8 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if pos != end:
         raise DecodeError(f"{table.qualified_name}: row data overruns the event by {pos - end} "
                           "bytes (truncated event or wrong column metadata)")
-    return RowsEvent(**base, kind=kind, table_id=table_id, flags=flags, table=table, rows=rows,
-                     extra_data=extra, version=VERSION.get(type_code, 2))
+    return make_rows_event(base["header"], base["file"], base["offset"], base["end"], None, kind,
+                           table_id, flags, table, rows, extra, VERSION.get(type_code, 2), False)
 
 
 def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
