@@ -318,8 +318,11 @@ class ChangeTracker:
         tm = ev.table
         if self.table_filter is not None and not self.table_filter(tm.schema, tm.table):
             return []
-        names = tm.column_names
-        pk = tuple(names[i] for i in tm.primary_key) if tm.primary_key else None
+        pk = tm.row_decoders.get("pk-names", ())
+        if pk == ():
+            names = tm.column_names
+            pk = tm.row_decoders["pk-names"] = (tuple(names[i] for i in tm.primary_key)
+                                                if tm.primary_key else None)
         common = (tm.schema, tm.table)
         kind, file, offset, end, inner, gtid, ts = (ev.kind, ev.file, ev.offset, ev.end,
                                                     ev.inner_index, self.gtid, ev.timestamp)

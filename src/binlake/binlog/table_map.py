@@ -105,7 +105,11 @@ class TableMapEvent(Event):
 
     @property
     def column_names(self) -> list[str]:
-        return [c.name if c.name is not None else f"@{c.index + 1}" for c in self.columns]
+        names = self.row_decoders.get("column-names")  # read for every rows event: cached
+        if names is None:
+            names = self.row_decoders["column-names"] = tuple(
+                c.name if c.name is not None else f"@{c.index + 1}" for c in self.columns)
+        return list(names)
 
     @property
     def qualified_name(self) -> str:
