@@ -89,9 +89,13 @@ class BinlogDecoder:
         self.tables: dict[int, TableMapEvent] = {}
         self._tm_cache: dict[bytes, TableMapEvent] = {}
         self._decryptor = None
-        self._buf = bytearray()
+        # File mode: the chunk being decoded is kept as given (never copied); only an event
+        # cut by the chunk's end is carried over, as pieces joined once it is complete.
+        self._buf = b""
         self._buf_start = 0  # file offset of _buf[0]
         self._read = 0  # bytes of _buf already consumed
+        self._carry: list[bytes] = []  # unconsumed bytes just before _buf[0]
+        self._carry_len = 0
         self._magic_checked = False
         self._file_mode = False
         self.events_decoded = 0
@@ -100,51 +104,70 @@ class BinlogDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append raw file bytes (the first call starts with the 4-byte binlog magic)."""
         self._file_mode = True
-        if self._read > (1 << 20) and self._read > len(self._buf) // 2:
-            del self._buf[: self._read]
-            self._buf_start += self._read
-            self._read = 0
-        self._buf += data
+        rest = len(self._buf) - self._read
+        if rest:  # the old chunk ends inside an event (or the magic): carry those bytes
+            self._carry.append(self._buf[self._read:] if self._read else self._buf)
+            self._carry_len += rest
+        self._buf_start += len(self._buf)
+        self._buf = bytes(data)  # no copy for bytes
+        self._read = 0
+
+    def _front(self, n: int) -> bytes:
+        """The next n unconsumed bytes as one bytes object (the caller checked they exist)."""
+        if not self._carry:
+            return self._buf[self._read:self._read + n]
+        if n <= self._carry_len:
+            return b"".join(self._carry)[:n]
+        return b"".join(self._carry) + self._buf[:n - self._carry_len]
+
+    def _consume(self, n: int) -> None:
+        if self._carry:  # what is consumed always starts at the carried bytes
+            self._read = n - self._carry_len
+            self._carry.clear()
+            self._carry_len = 0
+        else:
+            self._read += n
+
+    def _event_size(self) -> int:
+        if self._carry:
+            return _U32.unpack_from(self._front(13), 9)[0]
+        return _U32.unpack_from(self._buf, self._read + 9)[0]
 
     def events(self) -> Iterator[Event]:
         """Yield every complete event fed so far; keeps a partial tail for the next feed."""
-        buf = self._buf
         if not self._magic_checked:
-            if len(buf) < 4:
+            if self._carry_len + len(self._buf) - self._read < 4:
                 return
-            if bytes(buf[:4]) != BINLOG_MAGIC:
-                raise DecodeError(f"not a binlog file: starts with {bytes(buf[:4]).hex()}, "
+            magic = self._front(4)
+            if magic != BINLOG_MAGIC:
+                raise DecodeError(f"not a binlog file: starts with {magic.hex()}, "
                                   f"expected {BINLOG_MAGIC.hex()}", file=self.file, offset=0)
-            self._read = 4
+            self._consume(4)
             self._magic_checked = True
         while True:
-            start = self._read
-            avail = len(buf) - start
+            avail = self._carry_len + len(self._buf) - self._read
             if avail < HEADER_LEN:
                 return
-            size = _U32.unpack_from(buf, start + 9)[0]
-            offset = self._buf_start + start
+            size = self._event_size()
+            offset = self.offset
             if size < HEADER_LEN:
                 raise DecodeError(f"event size {size} is smaller than the 19-byte header",
                                   file=self.file, offset=offset)
             if avail < size:
                 return
-            with memoryview(buf) as view:  # one copy (a bytearray slice would make two)
-                raw = view[start:start + size].tobytes()
-            self._read = start + size
+            raw = self._front(size)  # the one copy of the event's bytes
+            self._consume(size)
             yield from self.decode_event(raw, offset)
 
     def close(self) -> None:
         """Call at end of input: leftover bytes mean the file ends inside an event."""
-        left = len(self._buf) - self._read
-        offset = self._buf_start + self._read
-        if not self._magic_checked and len(self._buf) < 4:
-            raise TruncatedError(f"file of {len(self._buf)} bytes is too short to be a binlog",
+        left = self._carry_len + len(self._buf) - self._read
+        offset = self.offset
+        if not self._magic_checked and left < 4:
+            raise TruncatedError(f"file of {left} bytes is too short to be a binlog",
                                  file=self.file, offset=0)
         if left:
-            size = None
-            if left >= 13:
-                size = int.from_bytes(self._buf[self._read + 9:self._read + 13], "little")
+            size = self._event_size() if left >= 13 else None
             detail = f"an event of {size} bytes" if size else "a partial event header"
             raise TruncatedError(f"file ends inside {detail}: {left} bytes left",
                                  file=self.file, offset=offset)
@@ -152,7 +175,7 @@ class BinlogDecoder:
     @property
     def offset(self) -> int:
         """File offset of the next undecoded byte (a safe resume point in file mode)."""
-        return self._buf_start + self._read
+        return self._buf_start + self._read - self._carry_len
 
     # -- stream mode -----------------------------------------------------------------------
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:

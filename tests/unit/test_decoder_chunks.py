@@ -1,0 +1,100 @@
+"""File-mode feeding: however the bytes are cut into chunks, the same events come out.
+
+The decoder keeps each fed chunk as is and carries over only an event cut by the chunk's
+end, so events split at every possible place (inside the magic, the header, the size field,
+the body, across many chunks) are what these tests aim at.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from binlake.binlog.decoder import BinlogDecoder
+from binlake.errors import DecodeError, TruncatedError
+
+
+def _corpus_file(corpus_dir: Path) -> bytes:
+    # A small MariaDB file with rows events of several sizes.
+    for p in sorted(corpus_dir.rglob("*")):
+        if p.is_file() and p.stat().st_size < 200_000 and p.read_bytes()[:4] == b"\xfebin":
+            data = p.read_bytes()
+            if _events(data, [len(data)]):
+                return data
+    pytest.skip("no small binlog in the corpus")
+
+
+def _events(data: bytes, cuts: list[int]) -> list[tuple]:
+    dec = BinlogDecoder(allow_unknown=True)
+    out = []
+    start = 0
+    for cut in sorted(set(cuts)) + [len(data)]:
+        dec.feed(data[start:cut])
+        start = cut
+        out.extend((type(ev).__name__, ev.offset, ev.end, ev.header) for ev in dec.events())
+    dec.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def binlog(corpus_dir: Path) -> bytes:
+    return _corpus_file(corpus_dir)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_chunking_gives_the_same_events(binlog: bytes, data) -> None:
+    whole = _events(binlog, [])
+    cuts = data.draw(st.lists(st.integers(0, len(binlog)), max_size=40))
+    assert _events(binlog, cuts) == whole
+    assert len(whole) > 5
+
+
+def test_byte_by_byte_and_tiny_chunks(binlog: bytes) -> None:
+    whole = _events(binlog, [])
+    # byte-at-a-time over the magic, the FDE and the first events
+    assert _events(binlog, list(range(1, 3000))) == whole
+    assert _events(binlog, list(range(0, len(binlog), 7))) == whole
+
+
+def test_offsets_and_resume_point(binlog: bytes) -> None:
+    dec = BinlogDecoder(allow_unknown=True)
+    dec.feed(binlog[:2])
+    assert list(dec.events()) == [] and dec.offset == 0
+    dec.feed(binlog[2:101])
+    evs = list(dec.events())
+    assert dec.offset == (evs[-1].end if evs else 4)
+    dec.feed(binlog[101:])
+    rest = list(dec.events())
+    assert rest and dec.offset == len(binlog)
+    dec.close()
+
+
+@pytest.mark.parametrize("cut_back", [1, 5, 13, 18, 19, 40])
+def test_truncated_file_names_the_event_start(binlog: bytes, cut_back: int) -> None:
+    whole = _events(binlog, [])
+    data = binlog[:len(binlog) - cut_back]
+    if len(data) in {end for _, _, end, _ in whole}:
+        pytest.skip("the cut falls on an event boundary")
+    last_start = max(start for _, start, _, _ in whole if start < len(data))
+    dec = BinlogDecoder(allow_unknown=True)
+    for i in range(0, len(data), 1000):
+        dec.feed(data[i:i + 1000])
+        list(dec.events())
+    with pytest.raises(TruncatedError) as exc:
+        dec.close()
+    assert exc.value.offset == last_start
+
+
+def test_not_a_binlog_even_when_the_magic_is_split() -> None:
+    dec = BinlogDecoder()
+    dec.feed(b"\xfeb")
+    assert list(dec.events()) == []
+    dec.feed(b"ad!" + bytes(30))
+    with pytest.raises(DecodeError, match="not a binlog"):
+        list(dec.events())
+    short = BinlogDecoder()
+    short.feed(b"\xfeb")
+    with pytest.raises(TruncatedError, match="too short"):
+        short.close()
