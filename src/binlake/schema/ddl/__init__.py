@@ -16,8 +16,7 @@ from __future__ import annotations
 # every name the single-module ddl.py had, private ones included (spark/evolve subclasses _Parser)
 from .lexer import (  # noqa: F401
     MODE_REAL_AS_FLOAT, MODE_ANSI_QUOTES, MODE_ORACLE, MODE_MAXDB, MODE_NO_BACKSLASH_ESCAPES,
-    DdlParseError, _clip, _Tokenizer, _AnsiTokenizer, _AnsiNoEscTokenizer, _NoEscTokenizer, Tok,
-    _WORD_RE, _STRING_TYPES, unwrap_versioned_comments, tokenize, split_statements,
+    DdlParseError, _clip, Tok, _WORD_RE, unwrap_versioned_comments, tokenize, split_statements,
 )
 from .statements import (  # noqa: F401
     TableRef, ColumnSpec, IndexSpec, Statement, Ignored, CreateTable, AlterTable, DropTables,

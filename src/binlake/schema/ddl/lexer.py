@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from sqlglot.dialects.mysql import MySQL
-from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
+from functools import lru_cache
+from typing import Any
 
 from ...errors import SchemaError
 
@@ -36,25 +34,37 @@ def _clip(s: str, n: int = 300) -> str:
 
 # -- lexing -----------------------------------------------------------------------------------
 
-class _Tokenizer(MySQL.Tokenizer):
-    # sqlglot swallows the rest of a statement after "command" keywords (RENAME, SHOW, ...)
-    # into one string; binlake parses those statements itself.
-    COMMANDS: set = set()
+@lru_cache(maxsize=None)
+def _sqlglot() -> dict[str, Any]:
+    """sqlglot's MySQL tokenizers, loaded on the first DDL to read (importing sqlglot takes
+    about a tenth of a second, which every `binlake stream` would otherwise pay at start)."""
+    from sqlglot.dialects.mysql import MySQL
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import TokenType
 
+    class _Tokenizer(MySQL.Tokenizer):
+        # sqlglot swallows the rest of a statement after "command" keywords (RENAME, SHOW,
+        # ...) into one string; binlake parses those statements itself.
+        COMMANDS: set = set()
 
-class _AnsiTokenizer(_Tokenizer):
-    QUOTES = ["'"]
-    IDENTIFIERS = ["`", '"']
+    class _AnsiTokenizer(_Tokenizer):
+        QUOTES = ["'"]
+        IDENTIFIERS = ["`", '"']
 
+    class _AnsiNoEscTokenizer(_Tokenizer):
+        QUOTES = ["'"]
+        IDENTIFIERS = ["`", '"']
+        STRING_ESCAPES = ["'"]
 
-class _AnsiNoEscTokenizer(_Tokenizer):
-    QUOTES = ["'"]
-    IDENTIFIERS = ["`", '"']
-    STRING_ESCAPES = ["'"]
+    class _NoEscTokenizer(_Tokenizer):
+        STRING_ESCAPES = ["'", '"']
 
-
-class _NoEscTokenizer(_Tokenizer):
-    STRING_ESCAPES = ["'", '"']
+    kinds = {TokenType.IDENTIFIER: "qid", TokenType.STRING: "str",
+             TokenType.NATIONAL_STRING: "str", TokenType.RAW_STRING: "str",
+             TokenType.BYTE_STRING: "str", TokenType.HEX_STRING: "hex",
+             TokenType.BIT_STRING: "bit", TokenType.NUMBER: "num"}
+    return {"plain": _Tokenizer, "ansi": _AnsiTokenizer, "ansi_noesc": _AnsiNoEscTokenizer,
+            "noesc": _NoEscTokenizer, "error": TokenError, "kinds": kinds}
 
 
 @dataclass(slots=True)
@@ -70,8 +80,6 @@ class Tok:
 
 
 _WORD_RE = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
-_STRING_TYPES = {TokenType.STRING, TokenType.NATIONAL_STRING, TokenType.RAW_STRING,
-                 TokenType.BYTE_STRING}
 
 
 def unwrap_versioned_comments(sql: str) -> str:
@@ -130,26 +138,19 @@ def unwrap_versioned_comments(sql: str) -> str:
 def tokenize(sql: str, sql_mode: int = 0) -> list[Tok]:
     ansi = bool(sql_mode & MODE_ANSI_QUOTES)
     noesc = bool(sql_mode & MODE_NO_BACKSLASH_ESCAPES)
-    cls = (_AnsiNoEscTokenizer if ansi and noesc else _AnsiTokenizer if ansi
-           else _NoEscTokenizer if noesc else _Tokenizer)
+    sg = _sqlglot()
+    cls = sg["ansi_noesc" if ansi and noesc else "ansi" if ansi else "noesc" if noesc else "plain"]
+    kinds = sg["kinds"]
     try:
         raw = cls().tokenize(sql)
-    except TokenError as exc:
+    except sg["error"] as exc:
         raise DdlParseError(f"cannot tokenize: {exc}", sql) from None
     toks: list[Tok] = []
     for t in raw:
-        tt = t.token_type
         start, end = t.start, t.end + 1
-        if tt == TokenType.IDENTIFIER:
-            toks.append(Tok("qid", t.text, start, end))
-        elif tt in _STRING_TYPES:
-            toks.append(Tok("str", t.text, start, end))
-        elif tt == TokenType.HEX_STRING:
-            toks.append(Tok("hex", t.text, start, end))
-        elif tt == TokenType.BIT_STRING:
-            toks.append(Tok("bit", t.text, start, end))
-        elif tt == TokenType.NUMBER:
-            toks.append(Tok("num", t.text, start, end))
+        kind = kinds.get(t.token_type)
+        if kind is not None:
+            toks.append(Tok(kind, t.text, start, end))
         elif _WORD_RE.fullmatch(t.text.replace(" ", "")) and any(c.isalpha() or c == "_" for c in t.text):
             # multi-word keywords (ORDER BY, PRIMARY KEY, CHARACTER SET) become single words
             for m in re.finditer(r"\S+", sql[start:end]):
