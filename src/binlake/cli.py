@@ -81,13 +81,18 @@ def _write_jsonl(out: Any, obj: dict[str, Any]) -> None:
 @click.option("--allow-unknown-events", is_flag=True,
               help="Hand on events of unknown type as raw bytes instead of failing.")
 @click.option("--no-verify-checksums", is_flag=True, help="Do not verify CRC32 checksums.")
+@click.option("--schema-history", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A schema history saved by binlake (stream --checkpoint writes "
+                   "CHECKPOINT.schema.json, sync WAREHOUSE/_binlake/schema_history.json): "
+                   "column names, types and keys at each row's own position, across DDL and "
+                   "with binlog_row_metadata=MINIMAL.")
 @click.option("--stats", is_flag=True,
               help='Print a final JSON line {"rows", "events", "bytes", "seconds"}: on stdout '
                    "with --output null, else on stderr.")
 def decode(files: tuple[str, ...], output: str, what: str, start_position: int | None,
            stop_position: int | None, gtids: str | None, tables: str | None,
            key_file: str | None, allow_unknown_events: bool, no_verify_checksums: bool,
-           stats: bool) -> None:
+           schema_history: str | None, stats: bool) -> None:
     """Decode binlog FILES and print their row changes (or events).
 
     \b
@@ -96,6 +101,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --events --output text binlog.000042
       binlake decode --tables 'shop.orders' --output jsonl binlog.0000*
       binlake decode --output null --stats big-binlog.000007
+      binlake decode --schema-history warehouse/_binlake/schema_history.json mariadb-bin.0000*
     """
     from .changes import ChangeTracker, table_filter
     from .files import read_events
@@ -109,12 +115,22 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
     out = sys.stdout
     n_rows = n_events = n_bytes = 0
     try:
+        resolver = None
+        if schema_history is not None:
+            from .schema.tracker import SchemaTracker
+
+            # The history replays the files' DDL at its positions (idempotently: what it
+            # already recorded is looked up, not applied twice).
+            resolver = SchemaTracker.load(schema_history)
         for fi, path in enumerate(files):
             n_bytes += Path(path).stat().st_size
             first, last = fi == 0, fi == len(files) - 1
             for ev in read_events(path, keys=keys, allow_unknown=allow_unknown_events,
-                                  verify_checksums=not no_verify_checksums, table_filter=tfilter):
+                                  verify_checksums=not no_verify_checksums, table_filter=tfilter,
+                                  table_resolver=resolver):
                 n_events += 1
+                if resolver is not None:
+                    resolver.observe(ev)
                 if last and stop_position is not None and ev.offset >= stop_position:
                     break
                 if first and start_position is not None and ev.offset < start_position and ev.type_code != 15:
