@@ -45,10 +45,11 @@ def _present(bitmap: bytes, ncols: int) -> tuple[bool, ...]:
     return tuple(bitmap_bits(bitmap, ncols))
 
 
-def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, bytes, int]:
-    """(table_id, flags, extra_data, position of the column count)."""
+def parse_rows_header(body: bytes, post_header_len: int, start: int = 0) -> tuple[int, int, bytes, int]:
+    """(table_id, flags, extra_data, position of the column count); the body starts at
+    `start` (the decoder hands whole events, header included, to spare a copy)."""
     id_len = 4 if post_header_len == 6 else 6
-    table_id, pos = uint_n(body, 0, id_len, "table id")
+    table_id, pos = uint_n(body, start, id_len, "table id")
     flags, pos = uint_n(body, pos, 2, "rows flags")
     extra = b""
     if post_header_len == 10:  # v2: extra data length includes its own 2 bytes
@@ -56,19 +57,22 @@ def parse_rows_header(body: bytes, post_header_len: int) -> tuple[int, int, byte
         if extra_len < 2:
             raise DecodeError(f"rows event extra data length {extra_len} < 2")
         extra, pos = raw(body, pos, extra_len - 2, "extra data")
-    elif post_header_len > pos:
-        pos = post_header_len
+    elif post_header_len > pos - start:
+        pos = start + post_header_len
     return table_id, flags, extra, pos
 
 
 def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                 table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
                 json_images: bool = False,
-                header: tuple[int, int, bytes, int] | None = None) -> RowsEvent:
+                header: tuple[int, int, bytes, int] | None = None,
+                start: int = 0, end: int | None = None) -> RowsEvent:
     """Rows of one event: value tuples (ABSENT outside the image), or with `json_images`
-    (and the C extension) each image as its CDC JSON text in UTF-8 bytes."""
+    (and the C extension) each image as its CDC JSON text in UTF-8 bytes. The body is
+    body[start:end] (the decoder passes the whole event: no copy of a 32 MiB body)."""
     kind = KIND[type_code]
-    table_id, flags, extra, pos = header or parse_rows_header(body, post_header_len)
+    end = len(body) if end is None else end
+    table_id, flags, extra, pos = header or parse_rows_header(body, post_header_len, start)
     ncols, pos = packed_int(body, pos)
     if ncols != len(table.columns):
         raise DecodeError(
@@ -81,7 +85,7 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if kind == "update":
         after_b, pos = raw(body, pos, bm_len, "columns-present-after bitmap")
         present_after = _present(after_b, ncols)
-    if pos < len(body) and not any(present) and not any(present_after):
+    if pos < end and not any(present) and not any(present_after):
         # Images of no columns take no bytes: the rows could never be delimited.
         raise DecodeError(f"rows event for {table.qualified_name} has row data but no columns "
                           "in its images")
@@ -92,7 +96,6 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if dec_before is None:
         dec_before = decoders[key_b] = compile_row_decoder(table.columns, present)
     rows: list[Any] = []
-    end = len(body)
     partial = type_code == E.PARTIAL_UPDATE_ROWS
     jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
     try:
