@@ -141,6 +141,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                 records = tracker.records(ev)
                 n_rows += len(records)
                 if output == "null":
+                    records = ev = None  # a 16 MiB row is not kept while the next is decoded
                     continue
                 if what == "events":
                     _print_event(out, ev, output)

@@ -118,7 +118,8 @@ class BinlogDecoder:
             return self._buf[self._read:self._read + n]
         if n <= self._carry_len:
             return b"".join(self._carry)[:n]
-        return b"".join(self._carry) + self._buf[:n - self._carry_len]
+        # one join (a join then `+` would hold the event three times over at the peak)
+        return b"".join([*self._carry, self._buf[:n - self._carry_len]])
 
     def _consume(self, n: int) -> None:
         if self._carry:  # what is consumed always starts at the carried bytes
@@ -157,7 +158,9 @@ class BinlogDecoder:
                 return
             raw = self._front(size)  # the one copy of the event's bytes
             self._consume(size)
-            yield from self.decode_event(raw, offset)
+            events = self.decode_event(raw, offset)
+            del raw  # not kept alive while the consumer works and the next event is read
+            yield from events
 
     def close(self) -> None:
         """Call at end of input: leftover bytes mean the file ends inside an event."""
