@@ -91,3 +91,20 @@ def test_decode_refuses_a_history_that_does_not_fit(minimal_server, tmp_path: Pa
                                     "dh2.*", *files[-2:]])
     assert res.exit_code != 0
     assert "does not match the schema history" in res.output
+
+
+def test_stream_from_a_position_warns_about_minimal_metadata(minimal_server) -> None:
+    srv = minimal_server
+    _run(srv, "DROP DATABASE IF EXISTS dh3", "CREATE DATABASE dh3",
+         "CREATE TABLE dh3.t (id INT PRIMARY KEY)", "INSERT INTO dh3.t VALUES (1)")
+    conn = srv.connect(database=None)
+    try:
+        start = bs.binlog_position(conn.cursor())
+    finally:
+        conn.close()
+    url = f"mysql://{srv.user}:{srv.password}@127.0.0.1:{srv.port}"
+    res = CliRunner().invoke(main, ["stream", url, "--start", f"{start.file}:4", "--until-end",
+                                    "--output", "null", "--stats"])
+    assert res.exit_code == 0, res.output
+    assert "binlog_row_metadata is MINIMAL" in res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1])["rows"] >= 1

@@ -225,20 +225,18 @@ def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bo
     # Reach the server with binlake's own client first: its errors name host, port and cause.
     from .connection import MySQLConnection
 
-    MySQLConnection.connect(server.host, server.port, server.user, server.password,
-                            **server.connect_kwargs()).close()
-    if checkpoint is not None and history_path(checkpoint).exists():
-        return SchemaTracker.load(history_path(checkpoint), connect=connect)
-    if start is None:
-        return SchemaTracker.from_server(connect)
-    try:
-        conn = connect()
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@global.binlog_row_metadata")
-            metadata = str(cur.fetchone()[0]).upper()
-        conn.close()
-    except Exception:  # noqa: BLE001 - only decides whether to warn; the stream reports errors
-        metadata = "UNKNOWN"
+    from ..errors import BinlakeError
+
+    with MySQLConnection.connect(server.host, server.port, server.user, server.password,
+                                 **server.connect_kwargs()) as probe:
+        if checkpoint is not None and history_path(checkpoint).exists():
+            return SchemaTracker.load(history_path(checkpoint), connect=connect)
+        if start is None:
+            return SchemaTracker.from_server(connect)
+        try:
+            metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
+        except BinlakeError:  # only decides whether to warn (MySQL 5.7 has no such variable)
+            metadata = "UNKNOWN"
     if metadata != "FULL":
         click.echo("binlake: no schema history for this start position; column names and types "
                    f"come from the TABLE_MAP metadata, and binlog_row_metadata is {metadata}: "
