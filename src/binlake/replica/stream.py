@@ -391,6 +391,20 @@ class BinlogStream:
             for ev in dec.decode_event(sp.event):
                 self.events_seen += 1
                 last = ev
+                if type(ev) is RowsEvent and not self._skip:
+                    # The hot path, without the generator layers of _handle/_deliver: each
+                    # record counts in the position as it is handed out.
+                    self.last_event_ts = ev.timestamp
+                    closes = self._tx.observe(ev)
+                    base = self._rows_in_tx + 1
+                    for rec in tracker.records(ev):
+                        self._rows_in_tx = base + rec.row
+                        self.rows_seen += 1
+                        yield rec
+                    self._rows_in_tx = base - 1 + len(ev.rows)
+                    if closes:
+                        self._commit(ev, dec)
+                    continue
                 yield from self._handle(ev, tracker, dec)
             if sp.need_ack or self._ack_pending:
                 if self._tx.in_tx:
