@@ -17,7 +17,7 @@ from .binlog.events import (
     Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XidEvent,
 )
 from .binlog.table_map import ColumnInfo, TableMapEvent
-from .values import ABSENT, Geometry, InvalidTemporal, JsonPatch, MySQLTime
+from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
 
 
 class ChangeRecord:
@@ -205,6 +205,8 @@ def json_value(v: Any) -> Any:
     """Format any decoded value for JSON without column context (JSON documents, user vars)."""
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
+    if v is JSON_NULL:  # a JSON column holding the document `null`
+        return None
     if isinstance(v, Decimal):
         return format_decimal(v)
     if isinstance(v, (bytes, bytearray, memoryview)):

@@ -1,7 +1,8 @@
-"""Value types that plain Python has no word for: absent columns and invalid temporals.
+"""Value types that plain Python has no word for: absent columns, invalid temporals, JSON null.
 
-A MINIMAL/NOBLOB row image leaves columns out; MySQL allows '0000-00-00' and '2024-02-00'.
-Neither is NULL, and a CDC tool that turns them into NULL loses data, so both get a type.
+A MINIMAL/NOBLOB row image leaves columns out; MySQL allows '0000-00-00' and '2024-02-00'; a
+MySQL JSON column can hold the JSON literal null. None of them is SQL NULL, and a CDC tool
+that turns them into NULL loses data, so each gets a type.
 """
 from __future__ import annotations
 
@@ -31,6 +32,35 @@ class _Absent:
 
 
 ABSENT = _Absent()
+
+
+class _JsonNull:
+    """The JSON literal `null` as the whole value of a MySQL JSON column.
+
+    SQL NULL is None; a JSON column can also hold the JSON document `null` (SELECT shows the
+    text 'null'), and the two must stay apart downstream. Nested nulls inside a document are
+    plain None: there they are unambiguous.
+    """
+
+    __slots__ = ()
+    _instance: "_JsonNull | None" = None
+
+    def __new__(cls) -> "_JsonNull":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "JSON_NULL"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "JSON_NULL"
+
+
+JSON_NULL = _JsonNull()
 
 
 @dataclass(frozen=True, slots=True)

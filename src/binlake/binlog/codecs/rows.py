@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ...errors import DecodeError
-from ...values import ABSENT, JsonPatch
+from ...values import ABSENT, JSON_NULL, JsonPatch
 from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
 from ..constants import EventType as E
 from ..events import RowsEvent
@@ -159,7 +159,7 @@ def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: l
     """PARTIAL_UPDATE_ROWS after image: value_options, then a bit per JSON column saying
     whether its value is a diff vector; diffs are applied to the before image."""
     from ..columns.json_diff import apply_json_diffs, parse_json_diffs
-    from ..columns.json_binary import decode_json_binary
+    from ..columns.json_binary import decode_json_column
 
     options, pos = packed_int(body, pos)
     # One bit per JSON column of the table (in or out of the after image).
@@ -191,7 +191,8 @@ def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: l
                 # MINIMAL image: the document is not in the event; hand on the diffs.
                 after[idx] = JsonPatch(tuple(diffs))
             else:
-                after[idx] = apply_json_diffs(base_doc, diffs)
+                doc = apply_json_diffs(None if base_doc is JSON_NULL else base_doc, diffs)
+                after[idx] = JSON_NULL if doc is None else doc
         else:
-            after[idx] = decode_json_binary(value)
+            after[idx] = decode_json_column(value)
     return tuple(after), pos

@@ -34,12 +34,13 @@ from decimal import Decimal
 from binlake.binlog.constants import ColumnType
 from binlake.errors import DecodeError
 from binlake.binlog.columns.decimal import decimal_bin_size, decode_decimal_bin
-from binlake.values import InvalidTemporal, MySQLTime
+from binlake.values import JSON_NULL, InvalidTemporal, MySQLTime
 
 __all__ = [
     "JsonOpaque",
     "MAX_DEPTH",
     "decode_json_binary",
+    "decode_json_column",
     "decode_decimal_bin",
     "decimal_bin_size",
     "json_default",
@@ -124,6 +125,13 @@ def decode_json_binary(data: bytes | bytearray | memoryview) -> object:
     if budget[0] < 0:
         raise _shared_error()
     return value
+
+
+def decode_json_column(data: bytes | bytearray | memoryview) -> object:
+    """A JSON column's value: its document, where a top-level JSON null is JSON_NULL (None
+    stays SQL NULL)."""
+    value = decode_json_binary(data)
+    return JSON_NULL if value is None else value
 
 
 def _shared_error() -> DecodeError:

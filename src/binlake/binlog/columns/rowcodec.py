@@ -33,9 +33,9 @@ _INT_STRUCTS = {
 
 
 def _json_decoder() -> Callable[[bytes], Any]:
-    from .json_binary import decode_json_binary
+    from .json_binary import decode_json_column
 
-    return decode_json_binary
+    return decode_json_column
 
 
 def _labels_enum(labels: tuple[str, ...]) -> Callable[[int], Any]:
