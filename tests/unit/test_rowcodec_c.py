@@ -210,6 +210,41 @@ def test_c_decoder_agrees_with_python_on_valid_rows(data: st.DataObject) -> None
     assert pos == len(buf) and _same(tuple(out), r_py[1][0])
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape(), st.binary(max_size=300))
+def test_count_walks_the_rows_many_decodes(sh, buf: bytes) -> None:
+    """count() (rows of filtered tables, not decoded) ends where many() ends, row for row."""
+    cols, present = sh
+    c = compile_c_row_decoder(cols, present)
+    out: list = []
+    try:
+        end = c.many(buf, 0, len(buf), out)
+    except ERRORS:
+        end = None
+    try:
+        counted = c.count(buf, 0, len(buf))
+    except ERRORS:
+        counted = None
+    if end is not None:
+        # many() succeeded: every value was well formed, so the widths agree.
+        assert counted == (len(out), end)
+    elif counted is not None:
+        # count() only checks widths (a bad UTF-8 text or date still has its width).
+        assert counted[1] == len(buf) and counted[0] >= len(out)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_count_on_valid_rows_and_pairs(data: st.DataObject) -> None:
+    cols, buf = _valid_table(data)
+    dec = compile_c_row_decoder(cols, [True] * len(cols))
+    out: list = []
+    dec.many(buf, 0, len(buf), out)
+    assert dec.count(buf, 0, len(buf)) == (len(out), len(buf))
+    pairs = buf + buf  # as (before, after) pairs: one per two images
+    assert dec.count(pairs, 0, len(pairs), dec) == (len(out), len(pairs))
+
+
 def test_many_pairs_and_errors_keep_the_good_rows() -> None:
     cols = [ColumnInfo(index=0, type=T.LONG, binlog_type=T.LONG, meta=0, nullable=True),
             ColumnInfo(index=1, type=T.VARCHAR, binlog_type=T.VARCHAR, meta=10, nullable=True,

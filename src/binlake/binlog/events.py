@@ -342,6 +342,9 @@ class RowsEvent(Event):
     version: int = 2
     filtered: bool = False
     """True when the user's table filter excluded this table: rows were not decoded."""
+    filtered_rows: int = 0
+    """Rows of a filtered event, when the decoder was asked to count them (count_filtered):
+    a replica's resume point counts rows whatever the filter."""
 
     def summary(self) -> dict[str, Any]:
         return {"table": f"{self.table.schema}.{self.table.table}", "kind": self.kind,

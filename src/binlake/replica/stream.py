@@ -234,7 +234,10 @@ class BinlogStream:
         dec = BinlogDecoder(checksum=ChecksumAlg.CRC32 if checksum.upper() == "CRC32" else ChecksumAlg.OFF,
                             verify_checksums=self.options.verify_checksums,
                             table_resolver=self.options.table_resolver,
-                            json_images=self.options.json_images)
+                            json_images=self.options.json_images,
+                            # Other tables' rows are counted (the resume point needs the
+                            # count), never decoded.
+                            table_filter=self.options.tables, count_filtered=True)
         dec.file = pos.file
         self._tx.reset()
         self._rows_in_tx = 0
@@ -401,7 +404,7 @@ class BinlogStream:
                         self._rows_in_tx = base + rec.row
                         self.rows_seen += 1
                         yield rec
-                    self._rows_in_tx = base - 1 + len(ev.rows)
+                    self._rows_in_tx = base - 1 + (ev.filtered_rows if ev.filtered else len(ev.rows))
                     if closes:
                         self._commit(ev, dec)
                     continue
@@ -470,7 +473,7 @@ class BinlogStream:
         if isinstance(ev, RowsEvent):
             self.last_event_ts = ev.timestamp
             closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
-            n = len(ev.rows)
+            n = ev.filtered_rows if ev.filtered else len(ev.rows)
             if self._skip >= n:  # delivered before the reconnect/restart
                 self._skip -= n
                 self._rows_in_tx += n

@@ -33,7 +33,7 @@ VERSION = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
            E.MARIADB_DELETE_ROWS_COMPRESSED_V1: 1}
 
 # RowsEvent(header, file, offset, end, inner_index, kind, table_id, flags, table, rows,
-#           extra_data, version, filtered), positionally: one per rows event.
+#           extra_data, version, filtered, filtered_rows), positionally: one per rows event.
 make_rows_event = slot_maker(RowsEvent)
 
 PARTIAL_JSON_UPDATES = 1  # value_options bit in PARTIAL_UPDATE_ROWS
@@ -66,10 +66,11 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                 table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
                 json_images: bool = False,
                 header: tuple[int, int, bytes, int] | None = None,
-                start: int = 0, end: int | None = None) -> RowsEvent:
+                start: int = 0, end: int | None = None, count_only: bool = False) -> RowsEvent:
     """Rows of one event: value tuples (ABSENT outside the image), or with `json_images`
     (and the C extension) each image as its CDC JSON text in UTF-8 bytes. The body is
-    body[start:end] (the decoder passes the whole event: no copy of a 32 MiB body)."""
+    body[start:end] (the decoder passes the whole event: no copy of a 32 MiB body).
+    `count_only`: a filtered event whose rows are counted (walked in C), not kept."""
     kind = KIND[type_code]
     end = len(body) if end is None else end
     table_id, flags, extra, pos = header or parse_rows_header(body, post_header_len, start)
@@ -99,6 +100,15 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     partial = type_code == E.PARTIAL_UPDATE_ROWS
     jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
     try:
+        if count_only:
+            n, pos = _count(body, pos, end, table, kind, partial, dec_before, present_after)
+            if n is not None:
+                if pos != end:
+                    raise DecodeError(f"{table.qualified_name}: row data overruns the event by "
+                                      f"{pos - end} bytes (truncated event or wrong column metadata)")
+                return make_rows_event(base["header"], base["file"], base["offset"], base["end"],
+                                       None, kind, table_id, flags, table, [], extra,
+                                       VERSION.get(type_code, 2), True, n)
         if jdec is not None:
             # Row bytes -> JSON images in C, no Python values (the Arrow path).
             pos = jdec[0].json_many(body, pos, end, rows, *jdec[1:])
@@ -132,8 +142,29 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if pos != end:
         raise DecodeError(f"{table.qualified_name}: row data overruns the event by {pos - end} "
                           "bytes (truncated event or wrong column metadata)")
+    if count_only:  # no C counter: decoded, then dropped
+        return make_rows_event(base["header"], base["file"], base["offset"], base["end"], None,
+                               kind, table_id, flags, table, [], extra, VERSION.get(type_code, 2),
+                               True, len(rows))
     return make_rows_event(base["header"], base["file"], base["offset"], base["end"], None, kind,
-                           table_id, flags, table, rows, extra, VERSION.get(type_code, 2), False)
+                           table_id, flags, table, rows, extra, VERSION.get(type_code, 2), False, 0)
+
+
+def _count(body: bytes, pos: int, end: int, table: TableMapEvent, kind: str, partial: bool,
+           dec_before: Any, present_after: tuple[bool, ...]) -> tuple[int | None, int]:
+    """(rows, pos) by the C decoders' count(), or (None, pos) where only decoding can tell."""
+    counter = getattr(dec_before, "count", None)
+    if counter is None or partial:
+        return None, pos
+    if kind != "update":
+        return counter(body, pos, end)
+    key_a = ("after", present_after)
+    dec_after = table.row_decoders.get(key_a)
+    if dec_after is None:
+        dec_after = table.row_decoders[key_a] = compile_row_decoder(table.columns, present_after)
+    if not hasattr(dec_after, "count"):
+        return None, pos
+    return counter(body, pos, end, dec_after)
 
 
 def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
