@@ -7,18 +7,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-PYTHON="${PYTHON:-$(command -v python || command -v python3 || true)}"
-if [[ -z "$PYTHON" ]]; then
-  echo "install-deps: no python or python3 on PATH" >&2
-  exit 1
-fi
-
-log() { printf 'install-deps: %s\n' "$*"; }
-
-# Runs a command as root: directly when we are root, else through sudo.
-as_root() {
-  if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
-}
+LOG_NAME=install-deps
+source scripts/lib.sh
 
 have_mariadb() {
   { command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]]; } &&
@@ -30,7 +20,6 @@ install_mariadb() {
     log "MariaDB server already installed, skipping apt"
     return
   fi
-  export DEBIAN_FRONTEND=noninteractive
   # The tests start their own throwaway servers; keep the package from starting a system one
   # on port 3306 (policy-rc.d exit 101 = "don't start services"), unless a policy already exists.
   local policy=/usr/sbin/policy-rc.d added_policy=0
@@ -39,17 +28,11 @@ install_mariadb() {
     as_root chmod 755 "$policy"
     added_policy=1
   fi
-  local ok=0 try
-  for try in 1 2 3; do
-    if as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends mariadb-server mariadb-client time; then
-      ok=1
-      break
-    fi
-    log "apt attempt $try failed, retrying"
-    sleep $((try * 5))
-  done
-  if [[ "$added_policy" == 1 ]]; then as_root rm -f "$policy"; fi
-  if [[ "$ok" != 1 ]] || ! have_mariadb; then
+  # apt_install exits on failure, so the policy is removed by a trap either way.
+  if [[ "$added_policy" == 1 ]]; then trap 'as_root rm -f /usr/sbin/policy-rc.d' EXIT; fi
+  apt_install mariadb-server mariadb-client time
+  if [[ "$added_policy" == 1 ]]; then as_root rm -f "$policy"; trap - EXIT; fi
+  if ! have_mariadb; then
     log "could not install mariadb-server" >&2
     exit 1
   fi

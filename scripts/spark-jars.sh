@@ -9,30 +9,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-PYTHON="${PYTHON:-$(command -v python || command -v python3 || true)}"
-if [[ -z "$PYTHON" ]]; then
-  echo "spark-jars: no python or python3 on PATH" >&2
-  exit 1
-fi
-
-log() { printf 'spark-jars: %s\n' "$*"; }
-as_root() {
-  if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi
-}
-
-apt_install() {
-  export DEBIAN_FRONTEND=noninteractive
-  local try
-  for try in 1 2 3; do
-    if as_root apt-get update -q && as_root apt-get install -y -q --no-install-recommends "$@"; then
-      return 0
-    fi
-    log "apt attempt $try failed, retrying"
-    sleep $((try * 5))
-  done
-  log "could not install $*" >&2
-  exit 1
-}
+LOG_NAME=spark-jars
+source scripts/lib.sh
 
 need=()
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
