@@ -57,3 +57,23 @@ def test_filtered_rows_are_counted_in_resume_points(mariadb) -> None:
     mid = kept[2][3]
     rest = _collect(url, mid, tables=keep)
     assert [r[2]["id"] for r in rest] == [3, 4, 5]
+
+
+def test_stop_at_the_end_of_a_fresh_files_header_events(mariadb) -> None:
+    """SHOW MASTER STATUS right after a rotation points past the new file's FDE and GTID
+    list: a stream asked to stop there reaches it instead of failing at the end."""
+    mariadb.sql("CREATE TABLE IF NOT EXISTS fresh (id INT PRIMARY KEY)", "DELETE FROM fresh")
+    start = Position(*_status(mariadb))
+    mariadb.sql("INSERT INTO fresh VALUES (1), (2)")
+    mariadb.sql("FLUSH BINARY LOGS", database=None)
+    stop = _status(mariadb)
+    assert stop[1] > 4  # the new file already holds its header events
+    bs = BinlogStream(ServerURL.parse(mariadb.url),
+                      StreamOptions(start=start, until_end=True, stop_at=stop,
+                                    tables=lambda s, t: t == "fresh"))
+    try:
+        got = [rec.after["id"] for rec in bs.changes()]
+    finally:
+        bs.close()
+    assert got == [1, 2]
+    assert (bs.position.file, bs.position.pos) == stop

@@ -523,6 +523,13 @@ class BinlogStream:
             return
         if self._tx.observe(ev):
             self._commit(ev, dec)
+        elif not self._tx.in_tx and ev.header.log_pos:
+            # Events between transactions (a new file's FDE, GTID list, binlog checkpoint)
+            # move the boundary too, so a stop position at a fresh file's "SHOW MASTER
+            # STATUS" is reached. Only forward: a resumed dump repeats the file's FDE first.
+            b = self._boundary
+            if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
+                self._boundary = Position(dec.file, ev.end)
 
     @staticmethod
     def _statement_units(ev: QueryEvent, tracker: ChangeTracker,
