@@ -82,3 +82,30 @@ def test_every_offset_of_a_vector() -> None:
                 raw = b"x" * at + piece + b"y" * tail
                 buf = _row("bytes", raw)
                 assert _json_run(jdec, pydec, enc, buf) == _c_json_run(jdec, buf), (piece, at, tail)
+
+
+# -- FLOAT/DOUBLE: the C writer keeps the text of recent values (keyed by their bits) ----------
+
+_SPECIAL_BITS = [0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000,
+                 0x7FF0000000000001, 0xFFFFFFFFFFFFFFFF, 1, 0x000FFFFFFFFFFFFF, 0x3FB999999999999A]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, 2 ** 64 - 1) | st.sampled_from(_SPECIAL_BITS), min_size=1,
+                max_size=6), st.lists(st.integers(0, 40), min_size=1, max_size=40),
+       st.integers(0, 63))
+def test_repeated_floats_write_the_same_text(pool: list[int], picks: list[int], flip: int) -> None:
+    """Values repeat across rows (as in update and delete images): every repeat, and every
+    value sharing a cache slot with another or one bit away from another, must give the
+    formatter's text."""
+    # neighbours one bit away, and values in the same slot of the C cache (its hash is
+    # (bits + kind) * K >> 54: adding K's inverse mod 2**64 moves the product by 1)
+    same_slot = pow(0x9E3779B97F4A7C15, -1, 2 ** 64)
+    pool = pool + [v ^ (1 << flip) for v in pool] + [(v + same_slot) % 2 ** 64 for v in pool]
+    cols = [ColumnInfo(index=0, type=T.DOUBLE, binlog_type=T.DOUBLE, meta=8, nullable=True),
+            ColumnInfo(index=1, type=T.FLOAT, binlog_type=T.FLOAT, meta=4, nullable=True)]
+    jdec, pydec, enc = _json_pair(cols, [True, True])
+    buf = b"".join(b"\x00" + pool[k % len(pool)].to_bytes(8, "little")
+                   + (pool[(k + 1) % len(pool)] >> 32).to_bytes(4, "little") for k in picks)
+    expect, got = _json_run(jdec, pydec, enc, buf), _c_json_run(jdec, buf)
+    assert expect[0] == "ok" and expect == got

@@ -776,6 +776,29 @@ static int put_float32(Buf *o, float f) {
     return put_repr(o, d);
 }
 
+/* The text of recently written FLOAT/DOUBLE values, keyed by their bits. A shortest repr
+   costs about half a microsecond (dtoa's bignum arithmetic; FLOAT also tries %g widths), and
+   images repeat values: an update's before and after share every unchanged column, a delete
+   repeats what was inserted shortly before. The text is a function of the bits alone, so a
+   hit writes exactly what formatting would. Direct-mapped, one slot per hash; the GIL guards it. */
+typedef struct { uint64_t bits; unsigned char kind, len; char text[30]; } ReprSlot;  /* kind 0: empty */
+#define REPR_SLOTS 1024
+static ReprSlot repr_cache[REPR_SLOTS];
+
+static int put_float_cached(Buf *o, uint64_t bits, int kind, double d, float f) {
+    ReprSlot *slot = &repr_cache[((bits + (uint64_t)kind) * 0x9E3779B97F4A7C15ULL) >> 54];
+    if (slot->kind == kind && slot->bits == bits) return put(o, slot->text, slot->len);
+    Py_ssize_t at = o->len;
+    int rc = kind == 1 ? put_repr(o, d) : put_float32(o, f);
+    if (rc == 0 && o->len - at <= (Py_ssize_t)sizeof slot->text) {
+        memcpy(slot->text, o->p + at, o->len - at);
+        slot->len = (unsigned char)(o->len - at);
+        slot->bits = bits;
+        slot->kind = (unsigned char)kind;
+    }
+    return rc;
+}
+
 static int put_decimal(Buf *o, const ColOp *op, const unsigned char *s) {
     int intg = op->a - op->b, scale = op->b, neg;
     char digits[100];
@@ -830,8 +853,10 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
         uint64_t sign = 1ULL << (8 * k - 1);
         return put_int(o, (int64_t)(u ^ sign) - (int64_t)sign);
     }
-    case OP_FLOAT: { float f; NEEDI(4); memcpy(&f, b + p, 4); *pp = p + 4; return put_float32(o, f); }
-    case OP_DOUBLE: { double d; NEEDI(8); memcpy(&d, b + p, 8); *pp = p + 8; return put_repr(o, d); }
+    case OP_FLOAT: { float f; uint32_t u; NEEDI(4); memcpy(&f, b + p, 4); memcpy(&u, b + p, 4); *pp = p + 4;
+        return put_float_cached(o, u, 2, 0.0, f); }
+    case OP_DOUBLE: { double d; uint64_t u; NEEDI(8); memcpy(&d, b + p, 8); memcpy(&u, b + p, 8); *pp = p + 8;
+        return put_float_cached(o, u, 1, d, 0.0f); }
     case OP_YEAR: { NEEDI(1); int y = b[p]; *pp = p + 1; return put_int(o, y ? 1900 + y : 0); }
     case OP_BIT: { NEEDI(op->a); uint64_t v = be(b + p, op->a); *pp = p + op->a; return put_uint(o, v); }
     case OP_NONE: return put(o, "null", 4);
