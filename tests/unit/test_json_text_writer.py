@@ -109,3 +109,51 @@ def test_repeated_floats_write_the_same_text(pool: list[int], picks: list[int], 
                    + (pool[(k + 1) % len(pool)] >> 32).to_bytes(4, "little") for k in picks)
     expect, got = _json_run(jdec, pydec, enc, buf), _c_json_run(jdec, buf)
     assert expect[0] == "ok" and expect == got
+
+
+# -- DOUBLE text without dtoa (Schubfach in put_repr): must be repr() exactly ------------------
+
+def _double_col() -> list[ColumnInfo]:
+    return [ColumnInfo(index=0, type=T.DOUBLE, binlog_type=T.DOUBLE, meta=8, nullable=True)]
+
+
+def _doubles_agree(bits: list[int]) -> None:
+    import struct
+
+    jdec, _, _ = _json_pair(_double_col(), [True])
+    buf = b"".join(b"\x00" + (b % 2 ** 64).to_bytes(8, "little") for b in bits)
+    out: list = []
+    assert jdec.json_many(buf, 0, len(buf), out) == len(buf)
+    for b, img in zip(bits, out):
+        (d,) = struct.unpack("<d", (b % 2 ** 64).to_bytes(8, "little"))
+        assert img == b'{"c0":' + repr(d).encode() + b"}", hex(b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 64 - 1) | st.floats().map(
+    lambda f: int.from_bytes(__import__("struct").pack("<d", f), "little")), max_size=50))
+def test_doubles_print_as_repr(bits: list[int]) -> None:
+    _doubles_agree(bits)
+
+
+def test_doubles_at_the_edges_print_as_repr() -> None:
+    """Powers of two (the asymmetric intervals) and of ten, their neighbours, integers about
+    2^53, short decimals, every exponent: where a shortest-digits algorithm goes wrong."""
+    import math
+    import random
+    import struct
+
+    def b(x: float) -> int:
+        return int.from_bytes(struct.pack("<d", x), "little")
+
+    bits = []
+    for e in range(-1074, 1024):
+        bits += [b(math.ldexp(1.0, e)) + d for d in (-1, 0, 1)]
+    for k in range(-325, 309):
+        bits += [b(float(f"1e{k}")) + d for d in (-2, -1, 0, 1, 2)]
+        bits += [b(float(f"9.999999999999999e{k}")) if k < 308 else 0]
+    bits += [b(float(i)) for i in range(2 ** 53 - 50, 2 ** 53 + 50)]
+    rnd = random.Random(2024)
+    bits += [b(rnd.randint(-10 ** 17, 10 ** 17) / 10 ** rnd.randint(0, 20)) for _ in range(20000)]
+    bits += [rnd.getrandbits(64) for _ in range(20000)]
+    _doubles_agree(bits)
