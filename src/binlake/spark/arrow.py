@@ -176,37 +176,46 @@ class CdcBatchBuilder:
     def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
-        rows = ev.rows if start == 0 and (stop is None or stop >= len(ev.rows)) else \
-            ev.rows[start:stop]
+        rows = ev.rows
+        if start or (stop is not None and stop < len(rows)):
+            rows = rows[start:stop]
         n = len(rows)
         if not n:
             return
         kind = ev.kind
+        # images: JSON bytes from the C writer, else value tuples encoded here
         if kind == "update":
             before: Any = list(map(_first, rows))
             after: Any = list(map(_second, rows))
-        elif kind == "insert":
-            before, after = None, rows
+            if type(before[0]) is not bytes:
+                before, after = self._encoded(ev, before), self._encoded(ev, after)
+            self._before += before
+            self._after += after
+            self._bytes += sum(map(len, before)) + sum(map(len, after))
         else:
-            before, after = rows, None
-        if type(rows[0]) is not bytes and not (kind == "update" and type(rows[0][0]) is bytes):
-            enc = ev.table.row_decoders.get("spark-json") or image_encoder(ev.table)
-            if before is not None:
-                before = [None if v is None else enc(v).encode() for v in before]
-            if after is not None:
-                after = [None if v is None else enc(v).encode() for v in after]
-        for images, out in ((before, self._before), (after, self._after)):
-            if images is None:
-                out.extend(repeat(None, n))
+            if type(rows[0]) is not bytes:
+                rows = self._encoded(ev, rows)
+            if kind == "insert":
+                self._before += repeat(None, n)
+                self._after += rows
             else:
-                out.extend(images)
-                self._bytes += sum(map(len, filter(None, images)))
-        tm = ev.table
-        self._segs.append((kind, tm.schema, tm.table, ev.file, ev.offset, ev.end, ev.inner_index,
-                           gtid, ev.timestamp, self._file_index(ev.file), None, None))
+                self._before += rows
+                self._after += repeat(None, n)
+            self._bytes += sum(map(len, rows))
+        tm, file = ev.table, ev.file
+        fidx = self._fidx.get(file)
+        if fidx is None:
+            fidx = self._file_index(file)
+        self._segs.append((kind, tm.schema, tm.table, file, ev.offset, ev.end, ev.inner_index,
+                           gtid, ev.timestamp, fidx, None, None))
         self._row.extend(range(start, start + n))
         self._n += n
         self._ends.append(self._n)
+
+    @staticmethod
+    def _encoded(ev: RowsEvent, images: list[Any]) -> list[bytes]:
+        enc = ev.table.row_decoders.get("spark-json") or image_encoder(ev.table)
+        return [enc(v).encode() for v in images]
 
     def flush(self) -> pa.RecordBatch:
         """The accumulated records as one batch in CDC_SCHEMA; the builder starts empty."""
@@ -306,29 +315,34 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.
 
     Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
-    made with `json_images=True` the images are already JSON, so the Python work per row is
-    one tuple.
+    made with `json_images=True` the images are already JSON, so there is no Python work per
+    row at all (C-level list extends only).
     """
     tracker = ChangeTracker(tables)
     builder = CdcBatchBuilder()
+    add_rows = builder.add_rows
     for ev in events:
         if isinstance(ev, RowsEvent):
             tm = ev.table
             if tables is not None and not tables(tm.schema, tm.table):
                 continue
-            i, n = 0, len(ev.rows)
-            while i < n:  # a big event is cut to keep batches within batch_size
-                step = max(1, batch_size - len(builder))
-                builder.add_rows(ev, tracker.gtid, i, i + step)
-                i += step
-                if i < n and (len(builder) >= batch_size or builder.image_bytes >= max_bytes):
-                    yield builder.flush()
+            n = len(ev.rows)
+            if builder._n + n <= batch_size:  # the whole event fits: the common case
+                add_rows(ev, tracker.gtid)
+            else:
+                i = 0
+                while i < n:  # a big event is cut to keep batches within batch_size
+                    step = max(1, batch_size - builder._n)
+                    add_rows(ev, tracker.gtid, i, i + step)
+                    i += step
+                    if i < n and (builder._n >= batch_size or builder._bytes >= max_bytes):
+                        yield builder.flush()
         else:
             for rec in tracker.records(ev):
                 if rec.table_map is None and not statements:
                     continue
                 builder.add(rec)
-        if len(builder) >= batch_size or builder.image_bytes >= max_bytes:
+        if builder._n >= batch_size or builder._bytes >= max_bytes:
             yield builder.flush()
     if len(builder):
         yield builder.flush()
