@@ -554,6 +554,11 @@ static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
 #define HAS_LESS(w, c) (((w) - ONES * (c)) & ~(w) & HIGHS)
 #endif
 
+/* The one-letter escapes of json.dumps ('\\n' ...); 0: written as \\u00XX. */
+static const char SHORT_ESCAPE[128] = {
+    ['"'] = '"', ['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't', ['\b'] = 'b', ['\f'] = 'f',
+};
+
 static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     if (buf_reserve(o, n + 16) < 0) return -1;
     unsigned char *d = (unsigned char *)o->p + o->len;
@@ -600,16 +605,11 @@ static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
             if (c < 0x80) {  /* a control character, '"' or '\\' */
                 ROOM(6);
                 *d++ = '\\';
-                switch (c) {
-                case '"': *d++ = '"'; break;
-                case '\\': *d++ = '\\'; break;
-                case '\n': *d++ = 'n'; break;
-                case '\r': *d++ = 'r'; break;
-                case '\t': *d++ = 't'; break;
-                case '\b': *d++ = 'b'; break;
-                case '\f': *d++ = 'f'; break;
-                default: *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15];
-                }
+                /* a table, not a switch: JSON documents inside a text have a '"' every few
+                   bytes, and the switch's indirect jump was mispredicted on each */
+                char e = SHORT_ESCAPE[c];
+                if (e) *d++ = e;
+                else { *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15]; }
                 i++;
                 continue;
             }
