@@ -528,8 +528,8 @@ static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-/* Validate strict UTF-8 and write it JSON-escaped in one pass; 0 if the bytes are not
-   valid UTF-8 (nothing is promised about the output then), -1 on memory errors.
+/* Validate strict UTF-8, then write it JSON-escaped; 0 if the bytes are not valid UTF-8
+   (nothing is written then), -1 on memory errors.
 
    The buffer always has room for the rest of the input copied as is plus 16 bytes (one
    vector store); ROOM(extra) keeps that true before an escape writes `extra` bytes, so the
@@ -543,16 +543,62 @@ static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
         } \
     } while (0)
 
-/* A byte copied as is: printable ASCII other than '"' and '\\'. */
-#define PLAIN(c) ((c) >= 0x20 && (c) < 0x80 && (c) != '"' && (c) != '\\')
+/* Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF, as Python's
+   decoder) as a shift-based DFA: each state is a bit offset, and utf8_dfa[byte] holds the
+   next state for every current state, so a byte costs one load and one shift with no branch.
+   Text with an accent or emoji every few bytes then costs what ASCII does; a byte loop with
+   a branch per sequence was mispredicted on most of them. */
+enum { U_OK, U_ERR, U_T1, U_T2, U_T3, U_E0, U_ED, U_F0, U_F4, U_NSTATES };
+static uint64_t utf8_dfa[256];
 
-#if !defined(__SSE2__)
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-/* any byte of w that is zero / below c (exact as a yes-or-no answer) */
-#define HAS_ZERO(w) (((w) - ONES) & ~(w) & HIGHS)
-#define HAS_LESS(w, c) (((w) - ONES * (c)) & ~(w) & HIGHS)
+static void utf8_dfa_build(void) {
+    for (int b = 0; b < 256; b++) {
+        uint64_t row = 0;
+        int cont = b >= 0x80 && b <= 0xBF;
+        for (int st = 0; st < U_NSTATES; st++) {
+            int nx = U_ERR;
+            switch (st) {
+            case U_OK:
+                if (b < 0x80) nx = U_OK;
+                else if (b >= 0xC2 && b <= 0xDF) nx = U_T1;
+                else if (b == 0xE0) nx = U_E0;
+                else if (b == 0xED) nx = U_ED;
+                else if (b >= 0xE1 && b <= 0xEF) nx = U_T2;
+                else if (b == 0xF0) nx = U_F0;
+                else if (b >= 0xF1 && b <= 0xF3) nx = U_T3;
+                else if (b == 0xF4) nx = U_F4;
+                break;
+            case U_T1: if (cont) nx = U_OK; break;
+            case U_T2: if (cont) nx = U_T1; break;
+            case U_T3: if (cont) nx = U_T2; break;
+            case U_E0: if (b >= 0xA0 && b <= 0xBF) nx = U_T1; break;  /* no overlongs */
+            case U_ED: if (b >= 0x80 && b <= 0x9F) nx = U_T1; break;  /* no surrogates */
+            case U_F0: if (b >= 0x90 && b <= 0xBF) nx = U_T2; break;  /* no overlongs */
+            case U_F4: if (b >= 0x80 && b <= 0x8F) nx = U_T2; break;  /* <= U+10FFFF */
+            }
+            row |= (uint64_t)(nx * 6) << (st * 6);
+        }
+        utf8_dfa[b] = row;
+    }
+}
+
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    if (utf8_dfa[0] == 0) utf8_dfa_build();  /* byte 0 leads every state but U_OK to U_ERR */
+    uint64_t st = 0;
+    Py_ssize_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        if (st == 0 && _mm_movemask_epi8(v) == 0) continue;  /* ASCII between characters */
+        for (int k = 0; k < 16; k++) st = utf8_dfa[s[i + k]] >> (st & 63);
+    }
 #endif
+    for (; i < n; i++) st = utf8_dfa[s[i]] >> (st & 63);
+    return (st & 63) == 6 * U_OK;
+}
+
+/* A byte of valid UTF-8 copied as is: anything but control characters, '"' and '\\'. */
+#define PLAIN(c) ((c) >= 0x20 && (c) != '"' && (c) != '\\')
 
 /* The one-letter escapes of json.dumps ('\\n' ...); 0: written as \\u00XX. */
 static const char SHORT_ESCAPE[128] = {
@@ -560,85 +606,41 @@ static const char SHORT_ESCAPE[128] = {
 };
 
 static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
+    if (!utf8_valid(s, n)) return 0;
     if (buf_reserve(o, n + 16) < 0) return -1;
     unsigned char *d = (unsigned char *)o->p + o->len;
     Py_ssize_t i = 0;
     for (;;) {
 #if defined(__SSE2__)
         /* 16 bytes at a time: store all of them, then advance past the plain ones before the
-           first byte that needs care. Texts mixing ASCII with accents, emoji or quotes (JSON
-           documents are full of '"') have runs of a few bytes: storing first and counting
-           after costs the same for a run of 3 as for 16, where a byte loop pays per byte. */
+           first byte to escape. JSON documents inside a text have a '"' every few bytes:
+           storing first and counting after costs the same for a run of 3 as for 16. */
         const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-        const __m128i space = _mm_set1_epi8(0x20);
+        const __m128i ctl = _mm_set1_epi8(0x1F);
         while (i + 16 <= n) {
             __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
             _mm_storeu_si128((__m128i *)d, v);
-            /* a signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them too */
-            __m128i m = _mm_or_si128(_mm_cmplt_epi8(v, space),
+            /* unsigned v <= 0x1F as min(v, 0x1F) == v: bytes >= 0x80 are plain here */
+            __m128i m = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
                                      _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
             unsigned mask = (unsigned)_mm_movemask_epi8(m);
             if (mask == 0) { i += 16; d += 16; continue; }
             unsigned k = (unsigned)__builtin_ctz(mask);
             i += k;
             d += k;
-            goto special;
-        }
-#else
-        while (i + 8 <= n) {  /* 8 plain ASCII bytes at a time */
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if ((w & HIGHS) | HAS_LESS(w, 0x20) | HAS_ZERO(w ^ (ONES * '"')) | HAS_ZERO(w ^ (ONES * '\\')))
-                break;
-            memcpy(d, &w, 8);
-            d += 8;
-            i += 8;
+            break;
         }
 #endif
-        while (i < n && PLAIN(s[i])) *d++ = s[i++];  /* the tail, fewer than 16 bytes */
+        while (i < n && PLAIN(s[i])) *d++ = s[i++];  /* the tail, or without SSE2 */
         if (i >= n) break;
-#if defined(__SSE2__)
-    special:
-#endif
-        {
-            unsigned char c = s[i];
-            if (c < 0x80) {  /* a control character, '"' or '\\' */
-                ROOM(6);
-                *d++ = '\\';
-                /* a table, not a switch: JSON documents inside a text have a '"' every few
-                   bytes, and the switch's indirect jump was mispredicted on each */
-                char e = SHORT_ESCAPE[c];
-                if (e) *d++ = e;
-                else { *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15]; }
-                i++;
-                continue;
-            }
-            if (c >= 0xC2 && c <= 0xDF) {  /* 2 bytes (accents): the most common, checked first */
-                if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
-                d[0] = c;
-                d[1] = s[i + 1];
-                d += 2;
-                i += 2;
-                continue;
-            }
-            int len;
-            unsigned char lo = 0x80, hi = 0xBF;  /* the second byte's range (no overlongs, surrogates) */
-            if (c == 0xE0) { len = 3; lo = 0xA0; }
-            else if (c == 0xED) { len = 3; hi = 0x9F; }
-            else if (c >= 0xE1 && c <= 0xEF) len = 3;
-            else if (c == 0xF0) { len = 4; lo = 0x90; }
-            else if (c >= 0xF1 && c <= 0xF3) len = 4;
-            else if (c == 0xF4) { len = 4; hi = 0x8F; }
-            else return 0;
-            if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return 0;
-            if ((s[i + 2] & 0xC0) != 0x80 || (len == 4 && (s[i + 3] & 0xC0) != 0x80)) return 0;
-            d[0] = c;
-            d[1] = s[i + 1];
-            d[2] = s[i + 2];
-            if (len == 4) d[3] = s[i + 3];
-            d += len;
-            i += len;
-        }
+        unsigned char c = s[i];  /* a control character, '"' or '\\' */
+        ROOM(6);
+        *d++ = '\\';
+        /* a table, not a switch: the switch's indirect jump was mispredicted on each '"' */
+        char e = SHORT_ESCAPE[c];
+        if (e) *d++ = e;
+        else { *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15]; }
+        i++;
     }
     o->len = (char *)d - o->p;
     return 1;
