@@ -157,3 +157,18 @@ def test_doubles_at_the_edges_print_as_repr() -> None:
     bits += [b(rnd.randint(-10 ** 17, 10 ** 17) / 10 ** rnd.randint(0, 20)) for _ in range(20000)]
     bits += [rnd.getrandbits(64) for _ in range(20000)]
     _doubles_agree(bits)
+
+
+def test_utf8_check_agrees_with_python_on_short_sequences() -> None:
+    """Every 1- and 2-byte sequence, and 3-/4-byte ones from every lead byte with the edge
+    values of each range after it: the C check (a DFA) must accept exactly what Python's
+    strict decoder accepts; the column falls back to base64 otherwise."""
+    jdec, pydec, enc = _json_pair(_cols("bytes"), [True])
+    edge = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF]
+    seqs = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    seqs += [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in edge for c in edge]
+    seqs += [bytes([a, b, c, d]) for a in range(0xE0, 0x100) for b in range(0x70, 0xD0)
+             for c in edge for d in (0x7F, 0x80, 0xBF, 0xC0)]
+    seqs += [b"x" * 17 + s + b"y" * 17 for s in seqs[256::97]]  # inside the 16-byte loop too
+    buf = b"".join(_row("bytes", s) for s in seqs)
+    assert _json_run(jdec, pydec, enc, buf) == _c_json_run(jdec, buf)
