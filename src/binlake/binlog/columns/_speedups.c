@@ -769,7 +769,16 @@ static uint64_t *g_pow10;  /* (g >> 63, g & MASK63) per k */
 static inline int flog10pow2(int e) { return (int)(((int64_t)e * 661971961083LL) >> 41); }
 static inline int flog10threequarterspow2(int e) { return (int)(((int64_t)e * 661971961083LL - 274743187321LL) >> 41); }
 static inline int flog2pow10(int e) { return (int)(((int64_t)e * 913124641741LL) >> 38); }
+#if defined(__SIZEOF_INT128__)
 static inline uint64_t mulhi64(uint64_t a, uint64_t b) { return (uint64_t)(((unsigned __int128)a * b) >> 64); }
+#else  /* no 128-bit integers: the high half from four 32-bit products */
+static inline uint64_t mulhi64(uint64_t a, uint64_t b) {
+    uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+    uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+    uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+#endif
 
 /* g * cp / 2^127 rounded to odd (the low bit says "not exact") */
 static inline uint64_t rop(uint64_t g1, uint64_t g0, uint64_t cp) {
