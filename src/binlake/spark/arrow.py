@@ -20,6 +20,7 @@ from __future__ import annotations
 from array import array
 import datetime as dt
 from itertools import accumulate, repeat
+from operator import itemgetter
 import json
 import re
 from typing import Any, Callable, Iterable, Iterator
@@ -27,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..binlog.columns.rowcodec import _speedups
 from ..binlog.constants import ColumnType as T
 from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
@@ -110,117 +112,177 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
 
 
 class CdcBatchBuilder:
-    """Accumulates change records as row tuples; `flush()` turns them into one RecordBatch.
+    """Accumulates change records; `flush()` turns them into one RecordBatch.
 
-    One tuple per record and a single transpose per batch is cheaper in Python than a list
-    per column (one append instead of fifteen), and no dict per row is ever built.
+    Records are kept by segment: a rows event (or the part of one in this batch) is one
+    segment, whose op, table, position, gtid and time are stored once, not once per row; a
+    single record (`add`) is a segment of one row. Per row only the row number and the two
+    images are kept, in flat lists. `flush` expands the segment columns to rows in Arrow
+    (run-end decoding), so a row costs no Python tuple and no Python-level transpose.
     """
 
     def __init__(self) -> None:
-        self._rows: list[tuple[Any, ...]] = []
         self._fidx: dict[str | None, int] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        # per segment: (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query, ddl)
+        self._segs: list[tuple[Any, ...]] = []
+        self._ends = array("i")     # run ends: the number of rows up to each segment's end
+        self._row = array("i")      # per row: its row number in its event
+        self._before: list[bytes | None] = []
+        self._after: list[bytes | None] = []
+        self._n = 0
         self._bytes = 0
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._n
 
     @property
     def image_bytes(self) -> int:
         """Size of the images held (to bound a batch by memory, not only by rows)."""
         return self._bytes
 
-    def add(self, rec: ChangeRecord) -> None:
-        fidx = self._fidx.get(rec.file)
+    def _file_index(self, file: str | None) -> int:
+        fidx = self._fidx.get(file)
         if fidx is None:
-            fidx = self._fidx[rec.file] = file_index(rec.file)
+            fidx = self._fidx[file] = file_index(file)
+        return fidx
+
+    def add(self, rec: ChangeRecord) -> None:
         tm = rec.table_map
         if tm is not None:
             before, after = rec.raw_images
             if type(before) is not bytes and before is not None:
-                before = (tm.row_decoders.get("spark-json") or image_encoder(tm))(before)
+                before = (tm.row_decoders.get("spark-json") or image_encoder(tm))(before).encode()
             if type(after) is not bytes and after is not None:
-                after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after)
+                after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after).encode()
             self._bytes += len(before or b"") + len(after or b"")
-            self._rows.append((
-                rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos, rec.row,
-                rec.inner, rec.gtid, rec.timestamp, fidx, before, after, None, None))
+            query = ddl_text = None
         else:  # statement records: truncate, ddl
+            before = after = None
             ddl = rec.ddl
-            self._rows.append((
-                rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos, rec.row,
-                rec.inner, rec.gtid, rec.timestamp, fidx, None, None, rec.statement,
-                _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None))
+            query = rec.statement
+            ddl_text = _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
+        self._segs.append((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,
+                           rec.inner, rec.gtid, rec.timestamp, self._file_index(rec.file),
+                           query, ddl_text))
+        self._row.append(rec.row)
+        self._before.append(before)
+        self._after.append(after)
+        self._n += 1
+        self._ends.append(self._n)
 
     def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
-        rows = ev.rows if start == 0 and (stop is None or stop >= len(ev.rows)) else \
-            ev.rows[start:stop]
+        rows = ev.rows
+        if start or (stop is not None and stop < len(rows)):
+            rows = rows[start:stop]
         n = len(rows)
         if not n:
             return
-        fidx = self._fidx.get(ev.file)
-        if fidx is None:
-            fidx = self._fidx[ev.file] = file_index(ev.file)
         kind = ev.kind
+        # images: JSON bytes from the C writer, else value tuples encoded here
         if kind == "update":
-            before: Any = [r[0] for r in rows]
-            after: Any = [r[1] for r in rows]
-        elif kind == "insert":
-            before, after = repeat(None, n), rows
+            before: Any = list(map(_first, rows))
+            after: Any = list(map(_second, rows))
+            if type(before[0]) is not bytes:
+                before, after = self._encoded(ev, before), self._encoded(ev, after)
+            self._before += before
+            self._after += after
+            self._bytes += sum(map(len, before)) + sum(map(len, after))
         else:
-            before, after = rows, repeat(None, n)
-        if type(rows[0]) is not bytes and not (kind == "update" and type(rows[0][0]) is bytes):
-            enc = ev.table.row_decoders.get("spark-json") or image_encoder(ev.table)
-            before = [None if v is None else enc(v) for v in before]
-            after = [None if v is None else enc(v) for v in after]
-        before, after = list(before), list(after)
-        self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
-        tm = ev.table
-        self._rows.extend(zip(
-            repeat(kind, n), repeat(tm.schema, n), repeat(tm.table, n), repeat(ev.file, n),
-            repeat(ev.offset, n), repeat(ev.end, n), range(start, start + n),
-            repeat(ev.inner_index, n),
-            repeat(gtid, n), repeat(ev.timestamp, n), repeat(fidx, n), before, after,
-            repeat(None, n), repeat(None, n)))
+            if type(rows[0]) is not bytes:
+                rows = self._encoded(ev, rows)
+            if kind == "insert":
+                self._before += repeat(None, n)
+                self._after += rows
+            else:
+                self._before += rows
+                self._after += repeat(None, n)
+            self._bytes += sum(map(len, rows))
+        tm, file = ev.table, ev.file
+        fidx = self._fidx.get(file)
+        if fidx is None:
+            fidx = self._file_index(file)
+        self._segs.append((kind, tm.schema, tm.table, file, ev.offset, ev.end, ev.inner_index,
+                           gtid, ev.timestamp, fidx, None, None))
+        self._row.extend(range(start, start + n))
+        self._n += n
+        self._ends.append(self._n)
+
+    @staticmethod
+    def _encoded(ev: RowsEvent, images: list[Any]) -> list[bytes]:
+        enc = ev.table.row_decoders.get("spark-json") or image_encoder(ev.table)
+        return [enc(v).encode() for v in images]
 
     def flush(self) -> pa.RecordBatch:
         """The accumulated records as one batch in CDC_SCHEMA; the builder starts empty."""
-        if not self._rows:
+        if not self._n:
             return pa.RecordBatch.from_pylist([], schema=CDC_SCHEMA)
-        (op, schema, table, file, pos, end_pos, row, inner, gtid, ts, fidx, before, after,
-         query, ddl) = zip(*self._rows)
-        self._rows = []
-        self._bytes = 0
+        (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query,
+         ddl) = zip(*self._segs)
+        n, segs, ends = self._n, len(self._segs), self._ends
+        row, before, after = self._row, self._before, self._after
+        self._clear()
+        run_ends = _int32_array(ends) if segs < n else None
+
+        def rows(values: Any, typ: pa.DataType) -> pa.Array:
+            """A segment column as a row column."""
+            arr = values if isinstance(values, pa.Array) else pa.array(values, typ)
+            if run_ends is None:
+                return arr
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, arr))
+
         i32, i64, s = pa.int32(), pa.int64(), pa.string()
-        pos_a, row_a, inner_a = pa.array(pos, i64), pa.array(row, i32), pa.array(inner, i32)
+        pos_a, inner_a, row_a = rows(pos, i64), rows(inner, i32), _int32_array(row)
         seq = pa.StructArray.from_arrays(
-            [pa.array(fidx, i32), pos_a, pc.fill_null(inner_a, -1), row_a], fields=list(SEQ_TYPE))
-        ts_a = pc.multiply(pa.array(ts, i64), 1_000_000).cast(pa.timestamp("us", tz="UTC"))
+            [rows(fidx, i32), pos_a, pc.fill_null(inner_a, -1), row_a], fields=list(SEQ_TYPE))
+        ts_a = rows(pc.multiply(pa.array(ts, i64), 1_000_000).cast(pa.timestamp("us", tz="UTC")),
+                    None)
         cols = [
-            pa.array(op, s), pa.array(schema, s), pa.array(table, s), pa.array(file, s), pos_a,
-            pa.array(end_pos, i64), row_a, inner_a, pa.array(gtid, s), ts_a, seq,
-            _image_array(before), _image_array(after), pa.array(query, s), pa.array(ddl, s),
+            rows(op, s), rows(schema, s), rows(table, s), rows(file, s), pos_a,
+            rows(end_pos, i64), row_a, inner_a, rows(gtid, s), ts_a, seq,
+            _image_array(before), _image_array(after), rows(query, s), rows(ddl, s),
         ]
         return pa.RecordBatch.from_arrays(cols, schema=CDC_SCHEMA)
 
 
-def _image_array(images: tuple[Any, ...]) -> pa.Array:
-    """JSON images (UTF-8 bytes from the C encoder, str from the Python one, or None) as one
-    string array built from a single joined buffer: converting item by item would cost more
-    than writing the images did. Arrow checks the UTF-8 once for the whole buffer."""
-    vals = [v.encode() if type(v) is str else v for v in images]
-    present = [v is not None for v in vals]
-    data = b"".join([v for v in vals if v is not None])
-    if len(data) >= 1 << 31:
-        raise ValueError("a CDC batch holds 2 GiB of row images or more: lower its size")
-    offsets = array("i", [0])
-    offsets.extend(accumulate([len(v) if v is not None else 0 for v in vals]))
-    validity = None if all(present) else pa.array(present, pa.bool_()).buffers()[1]
-    arr = pa.Array.from_buffers(pa.string(), len(vals),
-                                [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
-    arr.validate(full=True)
+_first, _second = itemgetter(0), itemgetter(1)
+
+
+def _int32_array(values: array) -> pa.Array:
+    """An array('i') as an Arrow int32 array, without a Python int per item."""
+    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
+
+
+def _image_array(images: list[bytes | None]) -> pa.Array:
+    """JSON images (UTF-8 bytes, or None) as one string array, its data written in one go:
+    converting item by item would cost more than writing the images did.
+
+    The images are UTF-8 by construction (the C writer validates every text it copies and
+    encodes the rest from str; the Python encoder's str is encoded strictly), so Arrow checks
+    the offsets, not the UTF-8 again."""
+    if _buffers is not None:
+        validity, offsets, data = _buffers(images, pa.allocate_buffer)
+        validity = None if validity is None else pa.py_buffer(validity)
+    else:
+        present = [v is not None for v in images]
+        data = b"".join([v for v in images if v is not None])
+        if len(data) >= 1 << 31:
+            raise ValueError("a CDC batch holds 2 GiB of row images or more: lower its size")
+        offs = array("i", [0])
+        offs.extend(accumulate([len(v) if v is not None else 0 for v in images]))
+        offsets, data = offs, pa.py_buffer(data)
+        validity = None if all(present) else pa.array(present, pa.bool_()).buffers()[1]
+    arr = pa.Array.from_buffers(pa.string(), len(images),
+                                [validity, pa.py_buffer(offsets), data])
+    arr.validate()
     return arr
+
+
+_buffers = getattr(_speedups, "image_buffers", None)
 
 
 MAX_BATCH_BYTES = 64 << 20
@@ -253,29 +315,34 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.
 
     Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
-    made with `json_images=True` the images are already JSON, so the Python work per row is
-    one tuple.
+    made with `json_images=True` the images are already JSON, so there is no Python work per
+    row at all (C-level list extends only).
     """
     tracker = ChangeTracker(tables)
     builder = CdcBatchBuilder()
+    add_rows = builder.add_rows
     for ev in events:
         if isinstance(ev, RowsEvent):
             tm = ev.table
             if tables is not None and not tables(tm.schema, tm.table):
                 continue
-            i, n = 0, len(ev.rows)
-            while i < n:  # a big event is cut to keep batches within batch_size
-                step = max(1, batch_size - len(builder))
-                builder.add_rows(ev, tracker.gtid, i, i + step)
-                i += step
-                if i < n and (len(builder) >= batch_size or builder.image_bytes >= max_bytes):
-                    yield builder.flush()
+            n = len(ev.rows)
+            if builder._n + n <= batch_size:  # the whole event fits: the common case
+                add_rows(ev, tracker.gtid)
+            else:
+                i = 0
+                while i < n:  # a big event is cut to keep batches within batch_size
+                    step = max(1, batch_size - builder._n)
+                    add_rows(ev, tracker.gtid, i, i + step)
+                    i += step
+                    if i < n and (builder._n >= batch_size or builder._bytes >= max_bytes):
+                        yield builder.flush()
         else:
             for rec in tracker.records(ev):
                 if rec.table_map is None and not statements:
                     continue
                 builder.add(rec)
-        if len(builder) >= batch_size or builder.image_bytes >= max_bytes:
+        if builder._n >= batch_size or builder._bytes >= max_bytes:
             yield builder.flush()
     if len(builder):
         yield builder.flush()

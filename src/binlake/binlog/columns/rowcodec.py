@@ -301,6 +301,8 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
     None without the extension: the Arrow path then encodes the Python values instead."""
     if _speedups is None:
         return None
+    if not _POW10_SET:
+        _set_pow10()
     key = ("json", _signature(columns), tuple(names), tuple(present))
     fn = _CACHE.get(key)
     if fn is None:
@@ -316,6 +318,25 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
             _CACHE.clear()
         fn = _CACHE[key] = _speedups.RowDecoder(ops)
     return fn
+
+
+_POW10_SET: list[bool] = []
+
+
+def _set_pow10() -> None:
+    """Hand the C writer its 126-bit powers of ten (put_repr in _speedups.c): for k in
+    [-292, 324], g = floor(10^k * 2^(125 - floor(log2 10^k))) + 1, as (g >> 63, g & (2^63 - 1)),
+    computed exactly with Python integers. Without them the C writer formats floats with dtoa."""
+    set_pow10 = getattr(_speedups, "set_pow10", None)
+    if set_pow10 is not None:
+        out = bytearray()
+        for k in range(-292, 325):
+            r = 125 - ((k * 913124641741) >> 38)  # 125 - floor(log2 10^k)
+            num, den = 10 ** max(k, 0) << max(r, 0), 10 ** max(-k, 0) << max(-r, 0)
+            g = num // den + 1
+            out += (g >> 63).to_bytes(8, "little") + (g & ((1 << 63) - 1)).to_bytes(8, "little")
+        set_pow10(bytes(out))
+    _POW10_SET.append(True)
 
 
 # -- the C decoder's column ops (see _speedups.c) --------------------------------------------
