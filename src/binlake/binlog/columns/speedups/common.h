@@ -1,0 +1,88 @@
+/* Column ops, the decoder object, shared globals and byte readers.
+ *
+ * Part of _speedups.c: one translation unit, these parts included in order (every
+ * function static), so the parts read as modules without a C API between them. */
+#ifndef BINLAKE_SPEEDUPS_COMMON_H
+#define BINLAKE_SPEEDUPS_COMMON_H
+
+enum {
+    OP_ABSENT = 0, OP_INT = 1, OP_FLOAT = 2, OP_DOUBLE = 3, OP_YEAR = 4, OP_STR = 5,
+    OP_ENUM = 6, OP_SET = 7, OP_BIT = 8, OP_DATE = 9, OP_DATETIME2 = 10, OP_TIMESTAMP2 = 11,
+    OP_TIME2 = 12, OP_DECIMAL = 13, OP_LENCALL = 14, OP_NONE = 15, OP_POSCALL = 16
+};
+enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3, TXT_CHARMAP = 4 };
+
+typedef struct {
+    int op, a, b, c;
+    PyObject *obj;       /* labels tuple, callable or codec name (owned) */
+    const char *codec;   /* borrowed from obj when c == TXT_CODEC */
+    /* JSON images (optional): */
+    PyObject *fmt;       /* value -> JSON text (str), for anything not written directly */
+    PyObject *key;       /* bytes: the JSON object key and colon, '"name":' */
+    PyObject *jlabels;   /* ENUM/SET: tuple of bytes, each label JSON-escaped (no quotes) */
+    uint32_t *charmap;   /* TXT_CHARMAP: byte -> code point (0xFFFE: undefined) */
+} ColOp;
+
+typedef struct { char *p; Py_ssize_t len, cap; } Buf;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t ncols;
+    Py_ssize_t npresent;
+    ColOp *ops;
+    int json;            /* built with fmt/key per column: json() and json_many() work */
+    Buf out;
+} RowDecoder;
+
+/* configured once from Python: see configure() */
+static PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
+static PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
+static PyObject *g_time_fields[5];
+
+static const int FRAC_BYTES[7] = {0, 1, 1, 2, 2, 3, 3};
+static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                   100000000, 1000000000};
+
+static int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len) {
+    PyErr_Format(PyExc_ValueError, "row image truncated: %zd bytes needed at offset %zd, %zd left",
+                 need, at, len - at < 0 ? 0 : len - at);
+    return -1;
+}
+
+#define NEEDI(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return -1; } } while (0)
+#define NEED(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return NULL; } } while (0)
+
+static inline uint64_t le(const unsigned char *s, int k) {
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; i--) v = (v << 8) | s[i];
+    return v;
+}
+
+static inline uint64_t be(const unsigned char *s, int k) {
+    uint64_t v = 0;
+    for (int i = 0; i < k; i++) v = (v << 8) | s[i];
+    return v;
+}
+
+static inline int frac_us(const unsigned char *s, int fsp) {
+    switch (FRAC_BYTES[fsp]) {
+    case 1: return s[0] * 10000;
+    case 2: return ((s[0] << 8) | s[1]) * 100;
+    case 3: return (s[0] << 16) | (s[1] << 8) | s[2];
+    default: return 0;
+    }
+}
+
+static inline int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static inline int days_in_month(long y, long m) {
+    static const int d[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : d[m];
+}
+
+static inline int valid_date(long y, long m, long d) {
+    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
+}
+
+#endif  /* BINLAKE_SPEEDUPS_COMMON_H */

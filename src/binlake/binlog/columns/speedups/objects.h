@@ -1,0 +1,188 @@
+/* Objects made without __init__: change records and SlotMaker.
+ *
+ * Part of _speedups.c: one translation unit, these parts included in order (every
+ * function static), so the parts read as modules without a C API between them. */
+#ifndef BINLAKE_SPEEDUPS_OBJECTS_H
+#define BINLAKE_SPEEDUPS_OBJECTS_H
+
+/* ---- change records: rows -> record objects without running __init__ ----
+ * Why: binlake makes one record per row of the binlog, and calling a Python __init__ costs
+ * about a microsecond each, more than decoding a narrow row. The record class stays a plain
+ * Python class with __slots__ (its methods and properties are Python); here its instances
+ * are allocated and their slots filled directly, at the offsets its own member descriptors
+ * give (checked once by record_class()). */
+#define REC_MAX_SLOTS 32
+static PyTypeObject *g_rec_type;
+static Py_ssize_t g_rec_nslots, g_rec_off[REC_MAX_SLOTS];
+static Py_ssize_t g_rec_before = -1, g_rec_after = -1, g_rec_row = -1;
+
+/* Offsets of `names`, which must be exactly the object slots of the class and its bases
+   (so no instance is ever left with an empty slot); -1 with TypeError otherwise. */
+static int slot_offsets(PyTypeObject *tp, PyObject *names, Py_ssize_t *off) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names), total = 0;
+    if (n > REC_MAX_SLOTS || tp->tp_dictoffset != 0 || tp->tp_itemsize != 0
+        || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_mro == NULL) {
+        PyErr_SetString(PyExc_TypeError, "expected a Python class with __slots__ only");
+        return -1;
+    }
+    PyObject *mro = tp->tp_mro;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mro); k++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, k);
+        PyObject *key, *d;
+        Py_ssize_t it = 0;
+        while (base->tp_dict && PyDict_Next(base->tp_dict, &it, &key, &d))
+            if (Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyDescrObject *)d)->d_type == base
+                && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX) total++;
+    }
+    if (total != n) {
+        PyErr_Format(PyExc_TypeError, "%zd names given for %zd slots of %s", n, total, tp->tp_name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        PyObject *d = PyUnicode_Check(name) ? _PyType_Lookup(tp, name) : NULL;  /* borrowed */
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
+            || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%R is not an object slot of %s", name, tp->tp_name);
+            return -1;
+        }
+        off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (off[j] == off[i]) {
+                PyErr_Format(PyExc_TypeError, "slot %R named twice", name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static PyObject *record_class(PyObject *mod, PyObject *args) {
+    PyObject *cls, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &names)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(names), before = -1, after = -1, row = -1;
+    Py_ssize_t off[REC_MAX_SLOTS];
+    if (slot_offsets((PyTypeObject *)cls, names, off) < 0) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (PyUnicode_CompareWithASCIIString(name, "_before") == 0) before = i;
+        else if (PyUnicode_CompareWithASCIIString(name, "_after") == 0) after = i;
+        else if (PyUnicode_CompareWithASCIIString(name, "row") == 0) row = i;
+    }
+    if (before < 0 || after < 0 || row < 0) {
+        PyErr_SetString(PyExc_TypeError, "record slots must include _before, _after and row");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(g_rec_type, (PyTypeObject *)cls);
+    g_rec_nslots = n;
+    memcpy(g_rec_off, off, sizeof(Py_ssize_t) * (size_t)n);
+    g_rec_before = before; g_rec_after = after; g_rec_row = row;
+    Py_RETURN_NONE;
+}
+
+/* SlotMaker(cls, names): calling it with one value per name makes an instance of `cls`
+   with those slots filled, skipping __init__ (for frozen dataclasses: its object.__setattr__
+   per field). For the objects made once per event (headers, rows events), where __init__
+   costs more than decoding a small event. */
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    Py_ssize_t n;
+    Py_ssize_t off[REC_MAX_SLOTS];
+    vectorcallfunc vectorcall;
+} SlotMaker;
+
+static PyObject *SlotMaker_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames) {
+    SlotMaker *self = (SlotMaker *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != self->n || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "%s maker takes %zd positional values, got %zd",
+                     self->cls->tp_name, self->n, nargs);
+        return NULL;
+    }
+    PyObject *o = self->cls->tp_alloc(self->cls, 0);
+    if (o == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        *(PyObject **)((char *)o + self->off[i]) = args[i];
+    }
+    return o;
+}
+
+static int SlotMaker_init(SlotMaker *self, PyObject *args, PyObject *kw) {
+    PyObject *cls, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &names)) return -1;
+    if (self->cls != NULL) { PyErr_SetString(PyExc_TypeError, "SlotMaker is set once"); return -1; }
+    if (slot_offsets((PyTypeObject *)cls, names, self->off) < 0) return -1;
+    Py_INCREF(cls);
+    self->cls = (PyTypeObject *)cls;
+    self->n = PyTuple_GET_SIZE(names);
+    self->vectorcall = SlotMaker_vectorcall;
+    return 0;
+}
+
+static PyObject *SlotMaker_call(PyObject *self, PyObject *args, PyObject *kw) {
+    if (((SlotMaker *)self)->cls == NULL) { PyErr_SetString(PyExc_TypeError, "SlotMaker not set"); return NULL; }
+    return PyVectorcall_Call(self, args, kw);
+}
+
+static void SlotMaker_dealloc(SlotMaker *self) {
+    Py_XDECREF(self->cls);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject SlotMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "binlake.binlog.columns._speedups.SlotMaker",
+    .tp_basicsize = sizeof(SlotMaker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "SlotMaker(cls, names)(*values) -> cls instance with its slots set, no __init__.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SlotMaker_init,
+    .tp_dealloc = (destructor)SlotMaker_dealloc,
+    .tp_call = SlotMaker_call,
+    .tp_vectorcall_offset = offsetof(SlotMaker, vectorcall),
+};
+
+/* make_records(template, rows, mode) -> list: one record per row, every slot from
+   `template` (in record_class's slot order) except the row number and the images:
+   mode 0 insert (after = row), 1 delete (before = row), 2 update (row = (before, after)). */
+static PyObject *make_records(PyObject *mod, PyObject *args) {
+    PyObject *tmpl, *rows;
+    int mode;
+    if (!PyArg_ParseTuple(args, "O!O!i", &PyTuple_Type, &tmpl, &PyList_Type, &rows, &mode)) return NULL;
+    if (g_rec_type == NULL || PyTuple_GET_SIZE(tmpl) != g_rec_nslots || mode < 0 || mode > 2) {
+        PyErr_SetString(PyExc_TypeError, "make_records: record_class() not set or bad template/mode");
+        return NULL;
+    }
+    Py_ssize_t nrows = PyList_GET_SIZE(rows);
+    PyObject *out = PyList_New(nrows);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t r = 0; r < nrows; r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r), *before = Py_None, *after = Py_None;
+        if (mode == 0) after = row;
+        else if (mode == 1) before = row;
+        else if (PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2) {
+            before = PyTuple_GET_ITEM(row, 0); after = PyTuple_GET_ITEM(row, 1);
+        } else {
+            PyErr_SetString(PyExc_TypeError, "update rows must be (before, after) pairs");
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject *num = PyLong_FromSsize_t(r);
+        if (num == NULL) { Py_DECREF(out); return NULL; }
+        PyObject *rec = g_rec_type->tp_alloc(g_rec_type, 0);
+        if (rec == NULL) { Py_DECREF(num); Py_DECREF(out); return NULL; }
+        for (Py_ssize_t i = 0; i < g_rec_nslots; i++) {
+            PyObject *v = i == g_rec_before ? before : i == g_rec_after ? after
+                          : i == g_rec_row ? num : PyTuple_GET_ITEM(tmpl, i);
+            if (i != g_rec_row) Py_INCREF(v);  /* `num` is handed over */
+            *(PyObject **)((char *)rec + g_rec_off[i]) = v;
+        }
+        PyList_SET_ITEM(out, r, rec);
+    }
+    return out;
+}
+
+#endif  /* BINLAKE_SPEEDUPS_OBJECTS_H */

@@ -1,0 +1,359 @@
+/* The RowDecoder type: __call__, many, json_many, count, construction.
+ *
+ * Part of _speedups.c: one translation unit, these parts included in order (every
+ * function static), so the parts read as modules without a C API between them. */
+#ifndef BINLAKE_SPEEDUPS_ROW_DECODER_H
+#define BINLAKE_SPEEDUPS_ROW_DECODER_H
+
+static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw) {
+    PyObject *bufobj;
+    Py_ssize_t p;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "On", &bufobj, &p)) return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (p < 0) p = 0;
+    PyObject *row = decode_row(self, bufobj, view.buf, view.len, &p);
+    PyBuffer_Release(&view);
+    if (row == NULL) return NULL;
+    PyObject *res = Py_BuildValue("(Nn)", row, p);
+    return res;
+}
+
+typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t *);
+
+/* many()/json_many(): every row image in [pos, end) appended to `out` (with `after`:
+   (before, after) pairs of an update), as value tuples or as JSON bytes. */
+static PyObject *run_many(RowDecoder *self, PyObject *args, int json) {
+    PyObject *bufobj, *out, *after = Py_None;
+    Py_ssize_t p, end;
+    Py_buffer view;
+    row_fn one = json ? encode_row : decode_row;
+    if (json && !self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
+    if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
+    RowDecoder *adec = NULL;
+    if (after != Py_None) {
+        if (Py_TYPE(after) != Py_TYPE((PyObject *)self) || (json && !((RowDecoder *)after)->json)) {
+            PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder (with JSON formatters for json_many)");
+            return NULL;
+        }
+        adec = (RowDecoder *)after;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    if (p < 0) p = 0;
+    const unsigned char *b = view.buf;
+    if (self->npresent == 0 && p < end) {
+        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
+        goto fail;
+    }
+    while (p < end) {
+        PyObject *row = one(self, bufobj, b, end, &p);
+        if (row == NULL) goto fail;
+        if (adec != NULL) {
+            PyObject *arow = one(adec, bufobj, b, end, &p);
+            if (arow == NULL) { Py_DECREF(row); goto fail; }
+            PyObject *pair = PyTuple_Pack(2, row, arow);
+            Py_DECREF(row);
+            Py_DECREF(arow);
+            if (pair == NULL) goto fail;
+            row = pair;
+        }
+        int rc = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (rc < 0) goto fail;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(p);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) { return run_many(self, args, 0); }
+
+static PyObject *RowDecoder_json_many(RowDecoder *self, PyObject *args) { return run_many(self, args, 1); }
+
+/* ---- counting rows without decoding them ----
+ * A replica that filters tables still has to know how many rows each skipped event holds
+ * (a resume inside a transaction skips a count of rows that must not depend on the filter);
+ * walking the images by their widths costs a fraction of building their values. */
+static int skip_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                      Py_ssize_t *pp) {
+    Py_ssize_t p = *pp, len;
+    switch (op->op) {
+    case OP_INT: case OP_ENUM: case OP_SET: case OP_BIT: NEEDI(op->a); p += op->a; break;
+    case OP_FLOAT: NEEDI(4); p += 4; break;
+    case OP_DOUBLE: NEEDI(8); p += 8; break;
+    case OP_YEAR: NEEDI(1); p += 1; break;
+    case OP_DATE: NEEDI(3); p += 3; break;
+    case OP_DATETIME2: NEEDI(5 + FRAC_BYTES[op->a]); p += 5 + FRAC_BYTES[op->a]; break;
+    case OP_TIMESTAMP2: NEEDI(4 + FRAC_BYTES[op->a]); p += 4 + FRAC_BYTES[op->a]; break;
+    case OP_TIME2: NEEDI(3 + FRAC_BYTES[op->a]); p += 3 + FRAC_BYTES[op->a]; break;
+    case OP_DECIMAL: {
+        int intg = op->a - op->b;
+        int size = DIG2BYTES[intg % 9] + 4 * (intg / 9 + op->b / 9) + DIG2BYTES[op->b % 9];
+        NEEDI(size);
+        p += size;
+        break;
+    }
+    case OP_STR: case OP_LENCALL:
+        NEEDI(op->a);
+        len = (Py_ssize_t)le(b + p, op->a);
+        p += op->a;
+        NEEDI(len);
+        p += len;
+        break;
+    case OP_NONE: break;
+    default: {  /* OP_POSCALL: only the Python decoder knows the width */
+        PyObject *v = decode_value(op, bufobj, b, n, &p);
+        if (v == NULL) return -1;
+        Py_DECREF(v);
+    }
+    }
+    *pp = p;
+    return 0;
+}
+
+static int skip_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                    Py_ssize_t *pp) {
+    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, k = 0;
+    NEEDI(nb);
+    const unsigned char *nulls = b + p;
+    p += nb;
+    for (Py_ssize_t i = 0; i < self->ncols; i++) {
+        const ColOp *op = &self->ops[i];
+        if (op->op == OP_ABSENT) continue;
+        if (!(nulls[k >> 3] & (1 << (k & 7))) && skip_value(op, bufobj, b, n, &p) < 0) return -1;
+        k++;
+    }
+    *pp = p;
+    return 0;
+}
+
+/* count(buf, pos, end[, after]) -> (rows, pos): the row images (pairs with `after`) in
+   [pos, end), walked but not decoded. */
+static PyObject *RowDecoder_count(RowDecoder *self, PyObject *args) {
+    PyObject *bufobj, *after = Py_None;
+    Py_ssize_t p, end, rows = 0;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "Onn|O", &bufobj, &p, &end, &after)) return NULL;
+    if (after != Py_None && Py_TYPE(after) != Py_TYPE((PyObject *)self)) {
+        PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end > view.len) end = view.len;
+    if (p < 0) p = 0;
+    const unsigned char *b = view.buf;
+    if (self->npresent == 0 && p < end) {
+        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
+        goto fail;
+    }
+    while (p < end) {
+        if (skip_row(self, bufobj, b, end, &p) < 0) goto fail;
+        if (after != Py_None && skip_row((RowDecoder *)after, bufobj, b, end, &p) < 0) goto fail;
+        rows++;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("nn", rows, p);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* image_buffers(images, allocate) -> (validity or None, offsets, data): the three buffers of
+   an Arrow string array of `images` (a list of bytes, None for a null), for arrow.py.
+   The data goes into allocate(total) (pyarrow.allocate_buffer): Arrow's memory pool reuses
+   its pages, where a fresh bytes.join of a 64 MB batch pays a page fault per 4 KB. One pass
+   to size, one memcpy per image; no Python object per row. The bytes come from the C writer
+   or str.encode(), so they are UTF-8 already. */
+static PyObject *image_buffers(PyObject *mod, PyObject *args) {
+    PyObject *items, *allocate;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &items, &allocate)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items), nulls = 0, total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(items, i);
+        if (v == Py_None) { nulls++; continue; }
+        if (!PyBytes_Check(v)) {
+            PyErr_Format(PyExc_TypeError, "row images must be bytes or None, not %.100s",
+                         Py_TYPE(v)->tp_name);
+            return NULL;
+        }
+        total += PyBytes_GET_SIZE(v);
+        if (total >= ((Py_ssize_t)1 << 31)) {  /* Arrow's string offsets are int32 */
+            PyErr_SetString(PyExc_ValueError,
+                            "a CDC batch holds 2 GiB of row images or more: lower its size");
+            return NULL;
+        }
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
+    PyObject *validity = nulls ? PyBytes_FromStringAndSize(NULL, (n + 7) / 8) : Py_NewRef(Py_None);
+    PyObject *data = offsets && validity ? PyObject_CallFunction(allocate, "n", total) : NULL;
+    Py_buffer view = {0};
+    if (data == NULL || PyObject_GetBuffer(data, &view, PyBUF_WRITABLE) < 0) goto fail;
+    /* allocate() ran Python code: the list is checked again, not trusted */
+    if (view.len < total || PyList_GET_SIZE(items) != n) goto changed;
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
+    unsigned char *bits = nulls ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
+    if (bits) memset(bits, 0, (n + 7) / 8);
+    char *d = view.buf;
+    Py_ssize_t at = 0;
+    off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(items, i);
+        if (v != Py_None) {
+            if (!PyBytes_Check(v) || at + PyBytes_GET_SIZE(v) > total) goto changed;
+            memcpy(d + at, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+            at += PyBytes_GET_SIZE(v);
+            if (bits) bits[i >> 3] |= (unsigned char)(1 << (i & 7));
+        }
+        off[i + 1] = (int32_t)at;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(NNN)", validity, offsets, data);
+changed:
+    PyErr_SetString(PyExc_RuntimeError, "row images changed while their buffers were built");
+fail:
+    if (view.obj) PyBuffer_Release(&view);
+    Py_XDECREF(offsets);
+    Py_XDECREF(validity);
+    Py_XDECREF(data);
+    return NULL;
+}
+
+static void free_op(ColOp *op) {
+    Py_XDECREF(op->obj);
+    Py_XDECREF(op->fmt);
+    Py_XDECREF(op->key);
+    Py_XDECREF(op->jlabels);
+    PyMem_Free(op->charmap);
+}
+
+static void RowDecoder_dealloc(RowDecoder *self) {
+    if (self->ops != NULL) {
+        for (Py_ssize_t i = 0; i < self->ncols; i++) free_op(&self->ops[i]);
+        PyMem_Free(self->ops);
+    }
+    PyMem_Free(self->out.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* RowDecoder(ops): ops is a sequence of (op, a, b, c, obj) per column of the table. */
+static int RowDecoder_init(RowDecoder *self, PyObject *args, PyObject *kw) {
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "O", &seq)) return -1;
+    PyObject *fast = PySequence_Fast(seq, "ops must be a sequence");
+    if (fast == NULL) return -1;
+    Py_ssize_t ncols = PySequence_Fast_GET_SIZE(fast);
+    ColOp *ops = PyMem_Calloc(ncols ? ncols : 1, sizeof(ColOp));
+    if (ops == NULL) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
+    Py_ssize_t npresent = 0;
+    int json = 0;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i), *obj, *fmt = NULL, *key = NULL, *jl = NULL;
+        ColOp *op = &ops[i];
+        if (!PyArg_ParseTuple(item, "iiiiO|OSO", &op->op, &op->a, &op->b, &op->c, &obj, &fmt, &key, &jl))
+            goto fail;
+        Py_INCREF(obj);
+        op->obj = obj;
+        if (i == 0) json = fmt != NULL;
+        if ((fmt != NULL) != json || (fmt != NULL && key == NULL)) {
+            PyErr_SetString(PyExc_TypeError, "give (fmt, key[, labels]) for every column or none");
+            goto fail;
+        }
+        if (fmt != NULL) {
+            Py_INCREF(fmt); op->fmt = fmt;
+            Py_INCREF(key); op->key = key;
+            if (jl != NULL && jl != Py_None) {
+                if (!PyTuple_Check(jl)) { PyErr_SetString(PyExc_TypeError, "labels must be a tuple"); goto fail; }
+                for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(jl); j++)
+                    if (!PyBytes_Check(PyTuple_GET_ITEM(jl, j))) {
+                        PyErr_SetString(PyExc_TypeError, "JSON labels must be bytes");
+                        goto fail;
+                    }
+                Py_INCREF(jl); op->jlabels = jl;
+            }
+        }
+        if (op->op == OP_STR && op->c == TXT_CHARMAP) {
+            if (!PyUnicode_Check(obj) || PyUnicode_GET_LENGTH(obj) != 256) {
+                PyErr_SetString(PyExc_TypeError, "charmap must be a 256-character str");
+                goto fail;
+            }
+            op->charmap = PyMem_Malloc(256 * sizeof(uint32_t));
+            if (op->charmap == NULL) { PyErr_NoMemory(); goto fail; }
+            for (int j = 0; j < 256; j++) op->charmap[j] = PyUnicode_ReadChar(obj, j);
+        }
+        if (op->op < OP_ABSENT || op->op > OP_POSCALL) {
+            PyErr_Format(PyExc_ValueError, "unknown column op %d", op->op);
+            goto fail;
+        }
+        if ((op->op == OP_INT || op->op == OP_BIT || op->op == OP_ENUM || op->op == OP_SET)
+            && (op->a < 1 || op->a > 8)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: width %d out of range", i, op->a);
+            goto fail;
+        }
+        if ((op->op == OP_STR || op->op == OP_LENCALL) && (op->a < 1 || op->a > 4)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: length prefix %d out of range", i, op->a);
+            goto fail;
+        }
+        if ((op->op == OP_DATETIME2 || op->op == OP_TIMESTAMP2 || op->op == OP_TIME2)
+            && (op->a < 0 || op->a > 6)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: fsp %d out of range", i, op->a);
+            goto fail;
+        }
+        if (op->op == OP_DECIMAL && (op->a < 1 || op->a > 65 || op->b < 0 || op->b > op->a || op->b > 38)) {
+            PyErr_Format(g_decode_error ? g_decode_error : PyExc_ValueError,
+                         "invalid DECIMAL(%d,%d) metadata", op->a, op->b);
+            goto fail;
+        }
+        if ((op->op == OP_ENUM || op->op == OP_SET) && obj != Py_None && !PyTuple_Check(obj)) {
+            PyErr_SetString(PyExc_TypeError, "ENUM/SET labels must be a tuple or None");
+            goto fail;
+        }
+        if (op->op == OP_STR && op->c == TXT_CODEC) {
+            if (!PyUnicode_Check(obj)) { PyErr_SetString(PyExc_TypeError, "codec must be a str"); goto fail; }
+            op->codec = PyUnicode_AsUTF8(obj);
+            if (op->codec == NULL) goto fail;
+        }
+        if (op->op != OP_ABSENT) npresent++;
+    }
+    Py_DECREF(fast);
+    self->ops = ops;
+    self->ncols = ncols;
+    self->npresent = npresent;
+    self->json = json;
+    return 0;
+fail:
+    for (Py_ssize_t i = 0; i < ncols; i++) free_op(&ops[i]);
+    PyMem_Free(ops);
+    Py_DECREF(fast);
+    return -1;
+}
+
+static PyMethodDef RowDecoder_methods[] = {
+    {"many", (PyCFunction)RowDecoder_many, METH_VARARGS,
+     "many(buf, pos, end, out[, after]) -> pos: append each row image in [pos, end) to out "
+     "(with after: (before, after) pairs of an update)."},
+    {"json", (PyCFunction)RowDecoder_json, METH_VARARGS,
+     "json(buf, pos) -> (image as JSON bytes, pos) (decoders built with formatters only)."},
+    {"json_many", (PyCFunction)RowDecoder_json_many, METH_VARARGS,
+     "json_many(buf, pos, end, out[, after]) -> pos: like many(), images as JSON bytes."},
+    {"count", (PyCFunction)RowDecoder_count, METH_VARARGS,
+     "count(buf, pos, end[, after]) -> (rows, pos): row images walked, not decoded."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject RowDecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "binlake.binlog.columns._speedups.RowDecoder",
+    .tp_basicsize = sizeof(RowDecoder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A compiled row-image decoder for one table shape: decoder(buf, pos) -> (row, pos).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RowDecoder_init,
+    .tp_dealloc = (destructor)RowDecoder_dealloc,
+    .tp_call = (ternaryfunc)RowDecoder_call,
+    .tp_methods = RowDecoder_methods,
+};
+
+#endif  /* BINLAKE_SPEEDUPS_ROW_DECODER_H */
