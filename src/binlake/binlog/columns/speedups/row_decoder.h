@@ -19,6 +19,21 @@ static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw)
     return res;
 }
 
+/* The buffer of many()/json_many()/count(), [p, end) clamped to it; -1 (view released)
+   when it has no buffer or an image of no columns would have to fill bytes. */
+static int rows_view(RowDecoder *self, PyObject *bufobj, Py_buffer *view, Py_ssize_t *p,
+                     Py_ssize_t *end) {
+    if (PyObject_GetBuffer(bufobj, view, PyBUF_SIMPLE) < 0) return -1;
+    if (*end > view->len) *end = view->len;
+    if (*p < 0) *p = 0;
+    if (self->npresent == 0 && *p < *end) {
+        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", *end - *p);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
 typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t *);
 
 /* many()/json_many(): every row image in [pos, end) appended to `out` (with `after`:
@@ -38,14 +53,8 @@ static PyObject *run_many(RowDecoder *self, PyObject *args, int json) {
         }
         adec = (RowDecoder *)after;
     }
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
-    if (end > view.len) end = view.len;
-    if (p < 0) p = 0;
+    if (rows_view(self, bufobj, &view, &p, &end) < 0) return NULL;
     const unsigned char *b = view.buf;
-    if (self->npresent == 0 && p < end) {
-        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
-        goto fail;
-    }
     while (p < end) {
         PyObject *row = one(self, bufobj, b, end, &p);
         if (row == NULL) goto fail;
@@ -141,14 +150,8 @@ static PyObject *RowDecoder_count(RowDecoder *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "after must be a RowDecoder");
         return NULL;
     }
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) return NULL;
-    if (end > view.len) end = view.len;
-    if (p < 0) p = 0;
+    if (rows_view(self, bufobj, &view, &p, &end) < 0) return NULL;
     const unsigned char *b = view.buf;
-    if (self->npresent == 0 && p < end) {
-        PyErr_Format(PyExc_ValueError, "row image with no columns but %zd bytes left", end - p);
-        goto fail;
-    }
     while (p < end) {
         if (skip_row(self, bufobj, b, end, &p) < 0) goto fail;
         if (after != Py_None && skip_row((RowDecoder *)after, bufobj, b, end, &p) < 0) goto fail;
