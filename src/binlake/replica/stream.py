@@ -391,7 +391,14 @@ class BinlogStream:
                 if self.options.on_stream_start is not None:
                     self.options.on_stream_start(self.position)
             last: Event | None = None
-            for ev in dec.decode_event(sp.event):
+            need_ack = sp.need_ack
+            # Own the event's bytes before decoding and let the packet go: a reassembled
+            # 16 MiB+ packet is freed instead of living on beside its copy and its rows.
+            raw = bytes(sp.event)
+            del pkt, sp
+            events = dec.decode_event(raw)
+            del raw
+            for ev in events:
                 self.events_seen += 1
                 last = ev
                 if type(ev) is RowsEvent and not self._skip:
@@ -409,7 +416,7 @@ class BinlogStream:
                         self._commit(ev, dec)
                     continue
                 yield from self._handle(ev, tracker, dec)
-            if sp.need_ack or self._ack_pending:
+            if need_ack or self._ack_pending:
                 if self._tx.in_tx:
                     self._ack_pending = True  # ACK when the transaction is delivered
                 elif last is not None:
