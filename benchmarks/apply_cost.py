@@ -55,9 +55,9 @@ def workload(kind: str, b: int, rows: int) -> list[str]:
     deletes, a key change, on an SCD1 and an SCD2 table)."""
     base = b * rows
     ins = ",".join(f"({base + i}, 'row {base + i}', {i % 97})" for i in range(1, rows + 1))
-    sql = [f"INSERT INTO t VALUES {ins}"]
+    sql = [f"INSERT INTO t (id, v, n) VALUES {ins}"]
     if kind == "mixed":
-        sql += [f"INSERT INTO h VALUES {ins}"]
+        sql += [f"INSERT INTO h (id, v, n) VALUES {ins}"]
         if b > 0:
             prev = base - rows
             sql += [f"UPDATE t SET n = n + 1 WHERE id BETWEEN {prev + 1} AND {prev + rows // 4}",
@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=200)
     ap.add_argument("--kind", choices=("insert", "mixed", "alter"), default="insert")
     ap.add_argument("--verbose", action="store_true", help="also print every job's name")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting (repeatable), to compare settings")
     args = ap.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         server.sql(f"CREATE DATABASE IF NOT EXISTS {DB}", database=None)
         server.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(40), n INT)",
                    "CREATE TABLE h (id BIGINT PRIMARY KEY, v VARCHAR(40), n INT)", database=DB)
-        spark = build_session("binlake-applycost")
+        spark = build_session("binlake-applycost",
+                              conf=dict(c.split("=", 1) for c in args.conf))
 
         def position() -> tuple[int, int]:
             f, p = server.sql("SHOW MASTER STATUS", database=DB)[0][:2]
