@@ -160,15 +160,8 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     try:
         if config.change_log:
             _append_change_log(spark, changes, batch_id, config)
-        _refuse_statements(changes, config)
-        op = F.col("op")
-        stats = (changes.where(op.isin(*ROW_OPS, "truncate", "ddl"))
-                 .groupBy("schema", "table")
-                 .agg(F.max(F.when(op == "truncate", F.col("seq"))).alias("trunc"),
-                      F.max(op.isin("update", "delete")).alias("deletes"),
-                      F.max(op != "ddl").alias("rows"), F.max(op == "ddl").alias("ddl"),
-                      F.count(F.lit(1)).alias("n"), F.max("ts").alias("ts"))
-                 .collect())
+        stats = _batch_stats(changes)
+        _refuse_statements(stats, config)
         result.changes = sum(int(r["n"]) for r in stats)
         result.newest_ts = max((r["ts"] for r in stats if r["ts"] is not None), default=None)
         rows = {(r["schema"], r["table"]): r for r in stats if r["rows"]}
@@ -199,8 +192,7 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
                 raise ApplyError(f"no table shape for {schema}.{table}",
                                  hint="give `specs` an entry for it (schema history or "
                                       "information_schema)")
-            part = (changes.where((F.col("schema") == schema) & (F.col("table") == table))
-                    .dropDuplicates(["seq"]))  # at-least-once inputs: one row per change
+            part = changes.where((F.col("schema") == schema) & (F.col("table") == table))
             row = rows[key]
             trunc = tuple(row["trunc"]) if row["trunc"] is not None else None
 
@@ -234,16 +226,38 @@ def _check_config(config: ApplyConfig) -> None:
             raise ApplyError(f"{name} must be one of {allowed}, not {getattr(config, name)!r}")
 
 
-def _refuse_statements(changes: "DataFrame", config: ApplyConfig) -> None:
-    """Statement-logged DML carries no rows: applying around it would silently diverge."""
+def _batch_stats(changes: "DataFrame") -> list[Any]:
+    """Per (schema, table): last TRUNCATE seq, whether it has updates/deletes, row and ddl
+    presence, record count, newest ts, and its first statement-logged DML (if any).
+
+    One Spark job for everything the driver needs to plan the batch (each job costs a
+    scheduling round trip that dominates small batches).
+    """
     from pyspark.sql import functions as F
 
-    for row in changes.where(F.col("op") == "statement").select("schema", "table", "file", "pos",
-                                                               "query").limit(20).collect():
-        if config.wants(row["schema"], row["table"] or "*"):
+    op = F.col("op")
+    stmt = op == "statement"
+    return (changes.where(op.isin(*ROW_OPS, "truncate", "ddl", "statement"))
+            .groupBy("schema", "table")
+            .agg(F.max(F.when(op == "truncate", F.col("seq"))).alias("trunc"),
+                 F.max(op.isin("update", "delete")).alias("deletes"),
+                 F.max(op.isin(*ROW_OPS, "truncate")).alias("rows"),
+                 F.max(op == "ddl").alias("ddl"),
+                 F.count(F.when(~stmt, F.lit(1))).alias("n"),
+                 F.max(F.when(~stmt, F.col("ts"))).alias("ts"),
+                 F.min_by(F.struct("file", "pos", "query"), F.when(stmt, F.col("seq")))
+                 .alias("statement"))
+            .collect())
+
+
+def _refuse_statements(stats: list[Any], config: ApplyConfig) -> None:
+    """Statement-logged DML carries no rows: applying around it would silently diverge."""
+    for row in stats:
+        st = row["statement"]
+        if st is not None and config.wants(row["schema"], row["table"] or "*"):
             raise ApplyError(
                 f"{row['schema']}.{row['table']} was changed by a statement-logged DML at "
-                f"{row['file']}:{row['pos']} ({(row['query'] or '')[:80]!r}); its rows are not "
+                f"{st['file']}:{st['pos']} ({(st['query'] or '')[:80]!r}); its rows are not "
                 "in the binlog",
                 hint="use binlog_format=ROW (MariaDB: avoid transaction-precise system-versioned "
                      "tables), then re-snapshot the table")
@@ -374,17 +388,29 @@ def _seq_lit(seq: Sequence[int]) -> "Column":
     return F.expr(_seq_sql(seq))
 
 
+MATERIALIZE_CONF = "spark.databricks.delta.merge.materializeSource"
+
+
 def _merge(spark: "SparkSession", source: "DataFrame", sql: str, app_id: str,
-           version: int) -> None:
+           version: int, materialized: bool = False) -> None:
+    """Run a MERGE from `source` as txn (app_id, version).
+
+    `materialized`: `source` is already computed (a local checkpoint), so Delta need not
+    copy it again before its two passes (a Spark job saved).
+    """
     # A global view: `source` may belong to another session than the one running the MERGE
     # (each table's MERGE runs in its own session so the txn settings do not collide).
     view = f"_binlake_src_{uuid.uuid4().hex}"
     source.createOrReplaceGlobalTempView(view)
     views = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
+    if materialized:
+        spark.conf.set(MATERIALIZE_CONF, "none")
     try:
         with delta_txn(spark, app_id, version):
             spark.sql(sql.replace("{src}", f"{_q(str(views))}.{view}"))
     finally:
+        if materialized:
+            spark.conf.unset(MATERIALIZE_CONF)
         spark.catalog.dropGlobalTempView(view)
 
 
@@ -453,7 +479,14 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
                  spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool,
                  app_id: str | None = None) -> None:
     """Apply one table's rows (all in `spec`'s shape) with one MERGE committed as txn
-    (app_id, batch_id); `app_id` defaults to the config's (segments between DDL use their own)."""
+    (app_id, batch_id); `app_id` defaults to the config's (segments between DDL use their own).
+
+    `part` may hold the same change twice (at-least-once inputs). SCD1 folds each key to its
+    newest change, which duplicates do not alter, so it skips the shuffle that would drop
+    them; SCD2 turns every change into a version and drops them first.
+    """
+    from pyspark.sql import functions as F
+
     app_id = app_id or config.app_id
     opts = config.options_for(spec.schema, spec.table)
     plan = _plan(spec, opts)
@@ -461,19 +494,25 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
     tomb_path = tombstone_path(config.target, spec.schema, spec.table)
     seq_type = part.schema["seq"].dataType
     schema = target_schema(spec, plan, opts, seq_type, config.zero_dates)
+    if opts.scd_type == 2:
+        part = part.dropDuplicates(["seq"])
     events = _events(part, plan, config.zero_dates)
     if config.tombstones:
         events = _late_filter(spark, events, plan, tomb_path)
     ensure_table(spark, path, schema)
+    tombstones = config.tombstones and (has_deletes or trunc is not None)
     if opts.scd_type == 2:
+        if tombstones:  # the MERGE source and the tombstones both derive from the events
+            events = events.localCheckpoint()
         net = _scd2(spark, events, plan, path, trunc, batch_id, app_id)
     else:
         if trunc is not None:
-            from pyspark.sql import functions as F
-
             events = events.where(F.col("_seq") > _seq_lit(trunc))
-        net = _scd1(spark, events, plan, path, trunc, batch_id, app_id)
-    if config.tombstones and (has_deletes or trunc is not None):
+        net = _scd1_net(events, plan)
+        if tombstones:  # computed once for the MERGE and the tombstones
+            net = net.localCheckpoint()
+        _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
+    if tombstones:
         _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc,
                           config.zero_dates, batch_id, app_id)
 
@@ -560,7 +599,8 @@ def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructTyp
 def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
                       seq_type: Any, trunc: tuple[int, ...] | None,
                       zero_dates: str, batch_id: int, app_id: str) -> None:
-    """Append net deletes (and a TRUNCATE marker) with their seq: a blind append, one commit.
+    """Append net deletes (and a TRUNCATE marker) with their seq: a blind append, one commit,
+    none when there is nothing to append (`net` is small and usually materialized).
 
     Appending is cheaper than a MERGE; readers only ask "is there a tombstone at or after
     this seq", which duplicates do not change. `compact_tombstones` rewrites the table.
@@ -568,10 +608,12 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     from pyspark.sql import functions as F
 
     schema = _tombstone_schema(plan, seq_type, zero_dates)
-    ensure_table(spark, path, schema)
     src = net.where(F.col("_kind") == "delete").select(
         *[F.col(f"_k{j}").alias(k) for j, k in enumerate(plan.keys)],
         F.col("_seq").alias(SEQ_COL), F.lit(False).alias(TRUNCATE_COL))
+    if trunc is None and src.isEmpty():
+        return  # updates that moved no key and deleted nothing net: no commit at all
+    ensure_table(spark, path, schema)
     if trunc is not None:
         marker = spark.range(1).select(
             *[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields[:len(plan.keys)]],
@@ -606,9 +648,9 @@ def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,
 
 # -- SCD type 1 ----------------------------------------------------------------------------
 
-def _scd1(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
-          trunc: tuple[int, ...] | None, batch_id: int, app_id: str) -> "DataFrame":
-    """Fold each key's events to its net change and MERGE it; returns the net changes."""
+def _scd1_net(events: "DataFrame", plan: _Plan) -> "DataFrame":
+    """Fold each key's events to its net change (the newest kind and seq, and per column
+    the newest value present since the key's last reset)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -622,8 +664,13 @@ def _scd1(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
     for i in range(len(plan.cols)):
         agg += [F.max_by(f"_c{i}", F.when(F.col(f"_p{i}"), F.col("_seq"))).alias(f"_c{i}"),
                 F.max(f"_p{i}").alias(f"_p{i}")]
-    net = ev.groupBy(*K).agg(*agg)
+    return ev.groupBy(*K).agg(*agg)
 
+
+def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
+          trunc: tuple[int, ...] | None, batch_id: int, app_id: str,
+          materialized: bool = False) -> None:
+    """MERGE each key's net change (`_scd1_net`)."""
     on = " AND ".join(f"t.{_q(k)} <=> s._k{j}" for j, k in enumerate(plan.keys))
     sets, ins_cols, ins_vals = [], [], []
     for i, c in enumerate(plan.cols):
@@ -647,8 +694,7 @@ def _scd1(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
            f"THEN INSERT ({', '.join(ins_cols)}) VALUES ({', '.join(ins_vals)})")
     if trunc is not None:
         sql += f" WHEN NOT MATCHED BY SOURCE AND t.{SEQ_COL} < {_seq_sql(trunc)} THEN DELETE"
-    _merge(spark, net, sql, app_id, batch_id)
-    return net
+    _merge(spark, net, sql, app_id, batch_id, materialized)
 
 
 # -- SCD type 2 ----------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
             if end is not None:
                 part = part.where(F.col("seq") < _seq_lit(end))
             app = cfg.app_id if end is None else f"{cfg.app_id}@{_text(end)}"
-            ctx.apply_rows(spark, part.dropDuplicates(["seq"]), ctx.batch_id, cfg, spec,
+            ctx.apply_rows(spark, part, ctx.batch_id, cfg, spec,
                            stats[0], stats[1], app)
             state(key).exists = True
         applied[key] = max(applied.get(key, 0), upto)
