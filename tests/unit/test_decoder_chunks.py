@@ -98,3 +98,34 @@ def test_not_a_binlog_even_when_the_magic_is_split() -> None:
     short.feed(b"\xfeb")
     with pytest.raises(TruncatedError, match="too short"):
         short.close()
+
+
+def test_a_huge_event_in_many_small_chunks_is_joined_once() -> None:
+    """A 32 MiB event fed in 64 KiB chunks: its header is read from the first carried piece,
+    not by joining everything carried so far at every feed (quadratic, and a second copy of
+    the event at each step), and the event is joined once when complete."""
+    import struct
+    import tracemalloc
+
+    size = 32 << 20
+    header = struct.pack("<IBIIIH", 0, 2, 1, size, 4 + size, 0)  # a QUERY-typed event header
+    event = header + bytes(size - len(header))
+    chunks = [event[i:i + (64 << 10)] for i in range(0, size, 64 << 10)]
+    dec = BinlogDecoder(checksum=0, allow_unknown=True)
+    dec.feed(b"\xfebin")
+    assert list(dec.events()) == []
+    tracemalloc.start()
+    try:
+        for chunk in chunks[:-1]:
+            dec.feed(chunk)
+            assert list(dec.events()) == []  # still incomplete
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert dec.offset == 4  # the event's start is the resume point
+    # The carried chunks are the test's own objects: nothing of the event's size was made.
+    assert peak < (1 << 20), peak
+    dec.feed(chunks[-1])
+    (ev,) = list(dec.events())  # decoded once whole
+    assert (ev.offset, ev.end, ev.header.event_size) == (4, 4 + size, size)
+    dec.close()

@@ -121,7 +121,15 @@ class BinlogDecoder:
         if not self._carry:
             return self._buf[self._read:self._read + n]
         if n <= self._carry_len:
-            return b"".join(self._carry)[:n]
+            # A header inside the carried bytes: join only the pieces it spans (a 256 MiB
+            # event arrives in 256 pieces; joining them all at every feed would be quadratic).
+            got, pieces = 0, []
+            for piece in self._carry:
+                pieces.append(piece)
+                got += len(piece)
+                if got >= n:
+                    break
+            return b"".join(pieces)[:n]
         # one join (a join then `+` would hold the event three times over at the peak)
         return b"".join([*self._carry, self._buf[:n - self._carry_len]])
 
