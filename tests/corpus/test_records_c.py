@@ -80,3 +80,5 @@ def test_make_records_checks_its_input() -> None:
         _c_module.make_records(template, [], 3)  # unknown mode
     recs = _c_module.make_records(template, [("b", "a")], 2)
     assert recs[0].raw_images == ("b", "a") and recs[0].row == 0
+    recs = _c_module.make_records(template, ((1,), (2,)), 1)  # any sequence of rows
+    assert [(r.raw_images, r.row) for r in recs] == [(((1,), None), 0), (((2,), None), 1)]

@@ -149,31 +149,34 @@ static PyTypeObject SlotMakerType = {
    `template` (in record_class's slot order) except the row number and the images:
    mode 0 insert (after = row), 1 delete (before = row), 2 update (row = (before, after)). */
 static PyObject *make_records(PyObject *mod, PyObject *args) {
-    PyObject *tmpl, *rows;
+    PyObject *tmpl, *rows_arg;
     int mode;
-    if (!PyArg_ParseTuple(args, "O!O!i", &PyTuple_Type, &tmpl, &PyList_Type, &rows, &mode)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!Oi", &PyTuple_Type, &tmpl, &rows_arg, &mode)) return NULL;
     if (g_rec_type == NULL || PyTuple_GET_SIZE(tmpl) != g_rec_nslots || mode < 0 || mode > 2) {
         PyErr_SetString(PyExc_TypeError, "make_records: record_class() not set or bad template/mode");
         return NULL;
     }
-    Py_ssize_t nrows = PyList_GET_SIZE(rows);
+    /* A tuple of our own: allocation may run the GC and finalizers, which must not be able
+       to change the rows under the loop. */
+    PyObject *rows = PySequence_Tuple(rows_arg);
+    if (rows == NULL) return NULL;
+    Py_ssize_t nrows = PyTuple_GET_SIZE(rows);
     PyObject *out = PyList_New(nrows);
-    if (out == NULL) return NULL;
+    if (out == NULL) { Py_DECREF(rows); return NULL; }
     for (Py_ssize_t r = 0; r < nrows; r++) {
-        PyObject *row = PyList_GET_ITEM(rows, r), *before = Py_None, *after = Py_None;
+        PyObject *row = PyTuple_GET_ITEM(rows, r), *before = Py_None, *after = Py_None;
         if (mode == 0) after = row;
         else if (mode == 1) before = row;
         else if (PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2) {
             before = PyTuple_GET_ITEM(row, 0); after = PyTuple_GET_ITEM(row, 1);
         } else {
             PyErr_SetString(PyExc_TypeError, "update rows must be (before, after) pairs");
-            Py_DECREF(out);
-            return NULL;
+            goto fail;
         }
         PyObject *num = PyLong_FromSsize_t(r);
-        if (num == NULL) { Py_DECREF(out); return NULL; }
+        if (num == NULL) goto fail;
         PyObject *rec = g_rec_type->tp_alloc(g_rec_type, 0);
-        if (rec == NULL) { Py_DECREF(num); Py_DECREF(out); return NULL; }
+        if (rec == NULL) { Py_DECREF(num); goto fail; }
         for (Py_ssize_t i = 0; i < g_rec_nslots; i++) {
             PyObject *v = i == g_rec_before ? before : i == g_rec_after ? after
                           : i == g_rec_row ? num : PyTuple_GET_ITEM(tmpl, i);
@@ -182,7 +185,12 @@ static PyObject *make_records(PyObject *mod, PyObject *args) {
         }
         PyList_SET_ITEM(out, r, rec);
     }
+    Py_DECREF(rows);
     return out;
+fail:
+    Py_DECREF(rows);
+    Py_DECREF(out);
+    return NULL;
 }
 
 #endif  /* BINLAKE_SPEEDUPS_OBJECTS_H */
