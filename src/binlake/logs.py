@@ -55,3 +55,5 @@ def setup(level: int = logging.INFO, json_lines: bool = False) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # py4j (Spark's bridge) logs every callback connection at INFO: not the user's business.
+    logging.getLogger("py4j").setLevel(max(level, logging.WARNING))

@@ -60,3 +60,23 @@ def test_log_formatters_keep_the_extra_fields() -> None:
     obj = json.loads(JsonFormatter().format(_record(batch=3, lag_s=1.25)))
     assert obj["msg"] == "batch applied" and obj["batch"] == 3 and obj["lag_s"] == 1.25
     assert obj["level"] == "INFO" and obj["logger"] == "binlake.sync"
+
+
+def test_setup_routes_logs_and_quiets_py4j() -> None:
+    import logging
+
+    from binlake import logs
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.getLogger("py4j").level
+    try:
+        logs.setup(logging.INFO)
+        assert len(root.handlers) == 1 and root.level == logging.INFO
+        assert not logging.getLogger("py4j").isEnabledFor(logging.INFO)
+        assert logging.getLogger("binlake.sync").isEnabledFor(logging.INFO)
+        logs.setup(logging.DEBUG)
+        assert logging.getLogger("py4j").isEnabledFor(logging.WARNING)
+    finally:
+        root.handlers[:], lvl, py4j = saved
+        root.setLevel(lvl)
+        logging.getLogger("py4j").setLevel(py4j)

@@ -68,9 +68,23 @@ def build_session(app_name: str = "binlake", *, master: str = "local[*]",
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_expected_warnings(spark)
     if register:
         register_sources(spark)
     return spark
+
+
+def _quiet_expected_warnings(spark: "SparkSession") -> None:
+    """The apply step local-checkpoints a batch's net changes on purpose (one computation for
+    the MERGE and the tombstones); Spark warns at every such RDD that its lineage is cut.
+    Only that logger is raised to ERROR, and only in sessions binlake starts."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.rdd.MapPartitionsRDD", level)
+    except Exception:  # noqa: BLE001 - cosmetic: another logging backend, keep its warnings
+        pass
 
 
 def register_sources(spark: "SparkSession") -> None:
