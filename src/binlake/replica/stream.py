@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from ..binlog.constants import ChecksumAlg
+from ..binlog.constants import ChecksumAlg, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
@@ -82,6 +82,11 @@ class StreamOptions:
     store a position that on_commit left unsaved."""
     stop_at: tuple[str, int] | None = None
     """Stop at this (file, pos) boundary; an error if the stream cannot reach it."""
+
+
+# Events a binlog file starts with, outside any transaction: resuming after them is safe.
+_FILE_HEADER_EVENTS = frozenset({EventType.FORMAT_DESCRIPTION, EventType.PREVIOUS_GTIDS,
+                                 EventType.MARIADB_GTID_LIST, EventType.MARIADB_BINLOG_CHECKPOINT})
 
 
 class BinlogStream:
@@ -530,10 +535,11 @@ class BinlogStream:
             return
         if self._tx.observe(ev):
             self._commit(ev, dec)
-        elif not self._tx.in_tx and ev.header.log_pos:
-            # Events between transactions (a new file's FDE, GTID list, binlog checkpoint)
-            # move the boundary too, so a stop position at a fresh file's "SHOW MASTER
-            # STATUS" is reached. Only forward: a resumed dump repeats the file's FDE first.
+        elif ev.header.type_code in _FILE_HEADER_EVENTS and not self._tx.in_tx and ev.header.log_pos:
+            # A new file's header events (FDE, GTID list, binlog checkpoint) move the
+            # boundary too, so a stop position at a fresh file's "SHOW MASTER STATUS" is
+            # reached. Only these: a TABLE_MAP or INTVAR outside BEGIN belongs to the statement
+            # after it. Only forward: a resumed dump repeats the file's FDE first.
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
