@@ -399,10 +399,17 @@ def table_filter(spec: str | None) -> Callable[[str, str], bool] | None:
     import fnmatch
 
     patterns = [p.strip() for p in spec.split(",") if p.strip()]
+    seen: dict[tuple[str, str], bool] = {}  # asked for every rows event: answered once per table
 
     def match(schema: str, table: str) -> bool:
-        name = f"{schema}.{table}"
-        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        key = (schema, table)
+        hit = seen.get(key)
+        if hit is None:
+            if len(seen) > 65536:
+                seen.clear()
+            name = f"{schema}.{table}"
+            hit = seen[key] = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        return hit
 
     return match
 
