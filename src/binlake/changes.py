@@ -289,7 +289,8 @@ def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
 
     if _speedups is None or not hasattr(_speedups, "make_records"):
         return None
-    assert ChangeRecord.__slots__ == _RECORD_TEMPLATE_ORDER  # the template below follows it
+    if ChangeRecord.__slots__ != _RECORD_TEMPLATE_ORDER:  # records() writes its template so
+        raise RuntimeError("ChangeRecord.__slots__ changed: update the template of records()")
     _speedups.record_class(ChangeRecord, ChangeRecord.__slots__)
     return _speedups.make_records
 

@@ -392,9 +392,8 @@ class BinlogDecoder:
             if self.count_filtered:
                 return rows.decode_rows(code, body, base, phl, table, header=head, start=start,
                                         end=end, count_only=True)
-            return rows.make_rows_event(base["header"], base["file"], base["offset"], base["end"],
-                                        None, rows.KIND[code], table_id, head[1], table, [],
-                                        head[2], rows.VERSION.get(code, 2), True, 0)
+            return rows.rows_event(base, rows.KIND[code], table_id, head[1], table, [], head[2],
+                                   code, filtered_rows=0)
         return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images,
                                 header=head, start=start, end=end)
 

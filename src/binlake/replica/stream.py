@@ -406,17 +406,24 @@ class BinlogStream:
             for ev in events:
                 self.events_seen += 1
                 last = ev
-                if type(ev) is RowsEvent and not self._skip:
-                    # The hot path, without the generator layers of _handle/_deliver: each
-                    # record counts in the position as it is handed out.
+                if isinstance(ev, RowsEvent):
+                    # The hot path, handled here without the generator layers of _handle:
+                    # each record counts in the position as it is handed out.
                     self.last_event_ts = ev.timestamp
-                    closes = self._tx.observe(ev)
-                    base = self._rows_in_tx + 1
-                    for rec in tracker.records(ev):
-                        self._rows_in_tx = base + rec.row
-                        self.rows_seen += 1
-                        yield rec
-                    self._rows_in_tx = base - 1 + (ev.filtered_rows if ev.filtered else len(ev.rows))
+                    closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
+                    n = ev.filtered_rows if ev.filtered else len(ev.rows)
+                    if self._skip >= n:  # delivered before the reconnect/restart
+                        self._skip -= n
+                        self._rows_in_tx += n
+                    elif self._skip:
+                        yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)))
+                    else:
+                        base = self._rows_in_tx + 1
+                        for rec in tracker.records(ev):
+                            self._rows_in_tx = base + rec.row
+                            self.rows_seen += 1
+                            yield rec
+                        self._rows_in_tx = base - 1 + n
                     if closes:
                         self._commit(ev, dec)
                     continue
@@ -482,18 +489,7 @@ class BinlogStream:
         return (b.file, b.pos) >= target
 
     def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> Iterator[ChangeRecord]:
-        if isinstance(ev, RowsEvent):
-            self.last_event_ts = ev.timestamp
-            closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
-            n = ev.filtered_rows if ev.filtered else len(ev.rows)
-            if self._skip >= n:  # delivered before the reconnect/restart
-                self._skip -= n
-                self._rows_in_tx += n
-            else:
-                yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)))
-            if closes:
-                self._commit(ev, dec)
-            return
+        """Every event but rows events (those are handled inline in _run)."""
         if isinstance(ev, QueryEvent):
             # TRUNCATE, statement-logged DML and described DDL are records too; they belong to
             # the transaction the statement is in (or is), so hand them out before closing it.

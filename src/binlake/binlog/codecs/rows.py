@@ -91,49 +91,20 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
         raise DecodeError(f"rows event for {table.qualified_name} has row data but no columns "
                           "in its images")
 
-    decoders = table.row_decoders
-    key_b = present
-    dec_before = decoders.get(key_b)
+    dec_before = table.row_decoders.get(present)
     if dec_before is None:
-        dec_before = decoders[key_b] = compile_row_decoder(table.columns, present)
+        dec_before = table.row_decoders[present] = compile_row_decoder(table.columns, present)
     rows: list[Any] = []
     partial = type_code == E.PARTIAL_UPDATE_ROWS
-    jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
+    counted = None
     try:
         if count_only:
-            n, pos = _count(body, pos, end, table, kind, partial, dec_before, present_after)
-            if n is not None:
-                if pos != end:
-                    raise DecodeError(f"{table.qualified_name}: row data overruns the event by "
-                                      f"{pos - end} bytes (truncated event or wrong column metadata)")
-                return make_rows_event(base["header"], base["file"], base["offset"], base["end"],
-                                       None, kind, table_id, flags, table, [], extra,
-                                       VERSION.get(type_code, 2), True, n)
-        if jdec is not None:
-            # Row bytes -> JSON images in C, no Python values (the Arrow path).
-            pos = jdec[0].json_many(body, pos, end, rows, *jdec[1:])
-        many = getattr(dec_before, "many", None)  # the C decoder: the whole event in one call
-        if kind != "update":
-            if many is not None:
-                pos = many(body, pos, end, rows)
-            while pos < end:
-                row, pos = dec_before(body, pos)
-                rows.append(row)
+            counted = _count(body, pos, end, table, kind, partial, dec_before, present_after)
+        if counted is not None:
+            pos = counted[1]
         else:
-            key_a = ("after", present_after)
-            dec_after = decoders.get(key_a)
-            if dec_after is None:
-                dec_after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
-            if many is not None and not partial and hasattr(dec_after, "many"):
-                pos = many(body, pos, end, rows, dec_after)
-            while pos < end:
-                before, pos = dec_before(body, pos)
-                if partial:
-                    after, pos = _partial_after(body, pos, table, present_after, before,
-                                                dec_after, json_diff_apply)
-                else:
-                    after, pos = dec_after(body, pos)
-                rows.append((before, after))
+            pos = _decode_images(body, pos, end, rows, table, kind, partial, dec_before,
+                                 present, present_after, json_images, json_diff_apply)
     except DecodeError as exc:
         raise DecodeError(f"{table.qualified_name} row {len(rows)}: {exc.reason}") from None
     except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
@@ -142,20 +113,63 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
     if pos != end:
         raise DecodeError(f"{table.qualified_name}: row data overruns the event by {pos - end} "
                           "bytes (truncated event or wrong column metadata)")
-    if count_only:  # no C counter: decoded, then dropped
-        return make_rows_event(base["header"], base["file"], base["offset"], base["end"], None,
-                               kind, table_id, flags, table, [], extra, VERSION.get(type_code, 2),
-                               True, len(rows))
+    if count_only:  # counted in C, or (no C counter) decoded, then dropped
+        return rows_event(base, kind, table_id, flags, table, [], extra, type_code,
+                          filtered_rows=counted[0] if counted is not None else len(rows))
+    return rows_event(base, kind, table_id, flags, table, rows, extra, type_code)
+
+
+def rows_event(base: dict, kind: str, table_id: int, flags: int, table: TableMapEvent,
+               rows: list[Any], extra: bytes, type_code: int,
+               filtered_rows: int | None = None) -> RowsEvent:
+    """The RowsEvent (made without __init__: one per rows event); `filtered_rows` set means
+    a filtered event whose rows were not kept."""
     return make_rows_event(base["header"], base["file"], base["offset"], base["end"], None, kind,
-                           table_id, flags, table, rows, extra, VERSION.get(type_code, 2), False, 0)
+                           table_id, flags, table, rows, extra, VERSION.get(type_code, 2),
+                           filtered_rows is not None, filtered_rows or 0)
+
+
+def _decode_images(body: bytes, pos: int, end: int, rows: list[Any], table: TableMapEvent,
+                   kind: str, partial: bool, dec_before: Any, present: tuple[bool, ...],
+                   present_after: tuple[bool, ...], json_images: bool,
+                   json_diff_apply: Callable[..., Any] | None) -> int:
+    """Append the row images of [pos, end) to `rows` (pairs for updates); returns the end."""
+    decoders = table.row_decoders
+    jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
+    if jdec is not None:
+        # Row bytes -> JSON images in C, no Python values (the Arrow path).
+        pos = jdec[0].json_many(body, pos, end, rows, *jdec[1:])
+    many = getattr(dec_before, "many", None)  # the C decoder: the whole event in one call
+    if kind != "update":
+        if many is not None:
+            pos = many(body, pos, end, rows)
+        while pos < end:
+            row, pos = dec_before(body, pos)
+            rows.append(row)
+        return pos
+    key_a = ("after", present_after)
+    dec_after = decoders.get(key_a)
+    if dec_after is None:
+        dec_after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
+    if many is not None and not partial and hasattr(dec_after, "many"):
+        pos = many(body, pos, end, rows, dec_after)
+    while pos < end:
+        before, pos = dec_before(body, pos)
+        if partial:
+            after, pos = _partial_after(body, pos, table, present_after, before,
+                                        dec_after, json_diff_apply)
+        else:
+            after, pos = dec_after(body, pos)
+        rows.append((before, after))
+    return pos
 
 
 def _count(body: bytes, pos: int, end: int, table: TableMapEvent, kind: str, partial: bool,
-           dec_before: Any, present_after: tuple[bool, ...]) -> tuple[int | None, int]:
-    """(rows, pos) by the C decoders' count(), or (None, pos) where only decoding can tell."""
+           dec_before: Any, present_after: tuple[bool, ...]) -> tuple[int, int] | None:
+    """(rows, pos) by the C decoders' count(), or None where only decoding can tell."""
     counter = getattr(dec_before, "count", None)
     if counter is None or partial:
-        return None, pos
+        return None
     if kind != "update":
         return counter(body, pos, end)
     key_a = ("after", present_after)
@@ -163,7 +177,7 @@ def _count(body: bytes, pos: int, end: int, table: TableMapEvent, kind: str, par
     if dec_after is None:
         dec_after = table.row_decoders[key_a] = compile_row_decoder(table.columns, present_after)
     if not hasattr(dec_after, "count"):
-        return None, pos
+        return None
     return counter(body, pos, end, dec_after)
 
 
