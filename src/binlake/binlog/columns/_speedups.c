@@ -13,9 +13,10 @@
  * rows.py adds the table and the row number.
  *
  * The code lives in the speedups/ headers, included below in order as one translation unit:
- * common (ops, the decoder object), values (bytes -> Python values), json_text, float_text
- * and json_rows (bytes -> CDC JSON text), row_decoder (the type and its methods) and
- * objects (records and SlotMaker); this file holds the module itself.
+ * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 when the CPU has it),
+ * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
+ * text), row_decoder (the type and its methods) and objects (records and SlotMaker); this
+ * file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,6 +35,7 @@
 #endif
 
 #include "speedups/common.h"
+#include "speedups/utf8.h"
 #include "speedups/values.h"
 #include "speedups/json_text.h"
 #include "speedups/float_text.h"
@@ -64,6 +66,10 @@ static PyMethodDef module_methods[] = {
     {"image_buffers", image_buffers, METH_VARARGS,
      "image_buffers(images, allocate) -> (validity or None, offsets, data): the buffers of an "
      "Arrow string array of a list of bytes/None, the data written into allocate(size)."},
+    {"utf8_decode", utf8_decode, METH_O,
+     "utf8_decode(bytes) -> str: the row decoder's UTF-8 decoding (SIMD when the CPU has it)."},
+    {"utf8_simd", utf8_simd, METH_NOARGS,
+     "utf8_simd() -> bool: UTF-8 text is decoded with AVX-512 (BINLAKE_SIMD=0 turns it off)."},
     {"configure", configure, METH_VARARGS,
      "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},
@@ -81,6 +87,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     PyDateTime_IMPORT;
+    utf8_simd_init();
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0) return NULL;
     static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};

@@ -9,13 +9,13 @@ static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
     PyObject *v;
     switch (op->c) {
     case TXT_UTF8:
-        return PyUnicode_DecodeUTF8(s, len, NULL);
+        return utf8_str(s, len);
     case TXT_CODEC:
         return PyUnicode_Decode(s, len, op->codec, NULL);
     case TXT_CHARMAP:  /* single-byte charsets: their codec's decoding table, no codec call */
         return PyUnicode_DecodeCharmap(s, len, op->obj, NULL);
     case TXT_UTF8_OR_BYTES:
-        v = PyUnicode_DecodeUTF8(s, len, NULL);
+        v = utf8_str(s, len);
         if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
             PyErr_Clear();
             return PyBytes_FromStringAndSize(s, len);

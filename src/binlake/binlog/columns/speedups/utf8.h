@@ -1,0 +1,239 @@
+/* UTF-8 bytes -> str, several times faster than PyUnicode_DecodeUTF8 on long mixed text.
+ *
+ * Why: text columns of real tables mix ASCII with accented letters, CJK and emoji, and
+ * CPython decodes such text one character at a time with a branch per byte class (about
+ * 1 GB/s); on the benchmark's `large` table that was a third of all decoding time.
+ *
+ * How (AVX-512 VBMI2, chosen at run time): one pass finds the character count and the
+ * widest lead byte, which fix the str's length and kind (UCS1/2/4, always the canonical
+ * one for valid input); a second pass takes 64-byte windows, compresses the lead positions,
+ * gathers each character's bytes into a 32-bit lane, assembles the code point with two
+ * multiply-adds and validates every lane (lead matches length, no overlong form, no
+ * surrogate, nothing above U+10FFFF). Anything invalid, a CPU without these instructions or
+ * a short string goes to PyUnicode_DecodeUTF8, which gives the exact result or the exact
+ * UnicodeDecodeError, so this is a pure speed-up with CPython as the reference.
+ *
+ * Part of _speedups.c: one translation unit, these parts included in order (every
+ * function static), so the parts read as modules without a C API between them. */
+#ifndef BINLAKE_SPEEDUPS_UTF8_H
+#define BINLAKE_SPEEDUPS_UTF8_H
+
+/* Below this length CPython's decoder is as fast (its cost is the object, not the bytes). */
+#define UTF8_SIMD_MIN 48
+
+static int g_utf8_simd = 0;  /* set at import: the CPU has the instructions (BINLAKE_SIMD=0 turns it off) */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(BINLAKE_NO_SIMD)
+#define BINLAKE_UTF8_AVX512 1
+#include <immintrin.h>
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,popcnt,lzcnt,bmi,bmi2")))
+
+static const uint8_t UTF8_IOTA[64] __attribute__((aligned(64))) = {
+     0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15,
+    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+    48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
+/* byte 4j+b of a 16-lane group: character j (SPREAD) and its byte b (BYTEOFF) */
+static uint8_t UTF8_SPREAD[64] __attribute__((aligned(64)));
+static uint8_t UTF8_BYTEOFF[64] __attribute__((aligned(64)));
+/* By a lead byte's high nibble (8-B cannot lead): the character's length, the payload
+   bits of the lead, the right shift that drops the bytes it does not have, and log2 of its
+   smallest code point (32: no minimum). Lead F5-FF keeps bit 3, so it decodes above
+   U+10FFFF and is refused there. */
+static const uint8_t UTF8_LEN[16] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4};
+static const uint8_t UTF8_LEAD[16] = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F,
+                                      0, 0, 0, 0, 0x1F, 0x1F, 0x0F, 0x0F};
+static const uint8_t UTF8_SHIFT[16] = {18, 18, 18, 18, 18, 18, 18, 18, 0, 0, 0, 0, 12, 12, 6, 0};
+static const uint8_t UTF8_MINBITS[16] = {32, 32, 32, 32, 32, 32, 32, 32, 0, 0, 0, 0, 7, 7, 11, 16};
+#define BYTE0 0x1111111111111111ULL  /* byte 0 of each 32-bit lane */
+
+static void utf8_tables_init(void) {
+    for (int i = 0; i < 64; i++) {
+        UTF8_SPREAD[i] = (uint8_t)(i >> 2);
+        UTF8_BYTEOFF[i] = (uint8_t)(i & 3);
+    }
+}
+
+static inline uint64_t utf8_prefix_mask(Py_ssize_t k) {
+    return k >= 64 ? ~0ULL : ((1ULL << k) - 1);
+}
+
+/* Pass 1: the number of characters (bytes that are not 10xxxxxx) and the largest byte. */
+AVX512_TARGET static void utf8_scan(const uint8_t *s, Py_ssize_t n, Py_ssize_t *chars,
+                                    unsigned *maxbyte) {
+    const __m512i not_cont = _mm512_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
+    __m512i mx = _mm512_setzero_si512();
+    Py_ssize_t leads = 0, i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512i v = _mm512_loadu_si512((const void *)(s + i));
+        mx = _mm512_max_epu8(mx, v);
+        leads += _mm_popcnt_u64(_mm512_cmpgt_epi8_mask(v, not_cont));
+    }
+    if (i < n) {
+        __mmask64 m = utf8_prefix_mask(n - i);
+        __m512i v = _mm512_maskz_loadu_epi8(m, s + i);
+        mx = _mm512_max_epu8(mx, v);
+        leads += _mm_popcnt_u64(_mm512_mask_cmpgt_epi8_mask(m, v, not_cont));
+    }
+    unsigned top = 0;
+    if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0))) top = 0xF0;
+    else if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xC4))) top = 0xC4;
+    else if (_mm512_movepi8_mask(mx)) top = 0x80;
+    *chars = leads;
+    *maxbyte = top;
+}
+
+/* Stores the low `take` bytes of an ASCII window as characters of `kind` at out[o]. */
+AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int kind, __m512i v,
+                                                  Py_ssize_t take) {
+    if (kind == 1) {
+        _mm512_mask_storeu_epi8((uint8_t *)out + o, utf8_prefix_mask(take), v);
+    } else if (kind == 2) {
+        uint16_t *d = (uint16_t *)out + o;
+        _mm512_mask_storeu_epi16(d, (__mmask32)utf8_prefix_mask(take),
+                                 _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)));
+        if (take > 32)
+            _mm512_mask_storeu_epi16(d + 32, (__mmask32)utf8_prefix_mask(take - 32),
+                                     _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)));
+    } else {
+        uint32_t *d = (uint32_t *)out + o;
+        __m128i q[4] = {_mm512_extracti32x4_epi32(v, 0), _mm512_extracti32x4_epi32(v, 1),
+                        _mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3)};
+        for (int k = 0; k < 4 && take > 16 * k; k++)
+            _mm512_mask_storeu_epi32(d + 16 * k, (__mmask16)utf8_prefix_mask(take - 16 * k),
+                                     _mm512_cvtepu8_epi32(q[k]));
+    }
+}
+
+/* Pass 2: code points into `out` (a str of `kind` with room for `chars`); 0, or -1 when
+   the bytes are not valid UTF-8 (nothing is raised: the caller falls back). */
+AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out, int kind,
+                                      Py_ssize_t chars) {
+    const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
+    const __m512i next_lane = _mm512_add_epi8(iota, _mm512_set1_epi8(1));
+    const __m512i spread = _mm512_load_si512((const void *)UTF8_SPREAD);
+    const __m512i byteoff = _mm512_load_si512((const void *)UTF8_BYTEOFF);
+    const __m512i not_cont = _mm512_set1_epi8(-65);
+    const __m512i one = _mm512_set1_epi32(1), low8 = _mm512_set1_epi32(0xFF);
+    const __m512i cont_bits = _mm512_set1_epi32(0x3F3F3F00);
+    const __m512i len_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_LEN));
+    const __m512i lead_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_LEAD));
+    const __m512i shift_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_SHIFT));
+    const __m512i minbits_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_MINBITS));
+    const __m512i weights8 = _mm512_set1_epi32(0x01400140);   /* bytes 64, 1, 64, 1 */
+    const __m512i weights16 = _mm512_set1_epi32(0x00011000);  /* words 4096, 1 */
+    const __m512i max_cp = _mm512_set1_epi32(0x10FFFF);
+    const __m512i surr_mask = _mm512_set1_epi32((int)0xFFFFF800), surr = _mm512_set1_epi32(0xD800);
+    Py_ssize_t i = 0, o = 0;
+    while (i < n) {
+        Py_ssize_t rem = n - i;
+        __mmask64 in = utf8_prefix_mask(rem);
+        __m512i v = _mm512_maskz_loadu_epi8(in, s + i);
+        if (_mm512_movepi8_mask(v) == 0) {  /* all ASCII */
+            Py_ssize_t take = rem >= 64 ? 64 : rem;
+            if (o + take > chars) return -1;
+            utf8_store_ascii(out, o, kind, v, take);
+            o += take;
+            i += take;
+            continue;
+        }
+        uint64_t leads = _mm512_mask_cmpgt_epi8_mask(in, v, not_cont);
+        if (!(leads & 1)) return -1;  /* a window starts at a character */
+        uint64_t use;
+        Py_ssize_t take;
+        if (rem > 64) {  /* the last character may continue in the next window: leave it */
+            int last = 63 - __builtin_clzll(leads);
+            if (last < 60) return -1;  /* four continuation bytes in a row */
+            use = leads & ~(1ULL << last);
+            take = last;
+        } else {
+            use = leads;
+            take = rem;
+        }
+        int count = (int)_mm_popcnt_u64(use);
+        if (o + count > chars) return -1;
+        __m512i pos = _mm512_maskz_compress_epi8(use, iota);
+        __m512i nxt = _mm512_permutexvar_epi8(next_lane, pos);
+        nxt = _mm512_mask_set1_epi8(nxt, 1ULL << (count - 1), (char)take);
+        __m512i dist = _mm512_sub_epi8(nxt, pos);  /* bytes each character spans */
+        for (int k0 = 0; k0 < count; k0 += 16) {
+            int m = count - k0 < 16 ? count - k0 : 16;
+            __mmask16 lanes = (__mmask16)utf8_prefix_mask(m);
+            __m512i sel = _mm512_add_epi8(spread, _mm512_set1_epi8((char)k0));
+            __m512i idx = _mm512_add_epi8(_mm512_permutexvar_epi8(sel, pos), byteoff);
+            __m512i g = _mm512_permutexvar_epi8(idx, v);  /* lane j: bytes b0 b1 b2 b3 */
+            __m512i span = _mm512_maskz_permutexvar_epi8(BYTE0, sel, dist);
+            __m512i nib = _mm512_srli_epi32(_mm512_and_si512(g, low8), 4);  /* lead's high nibble */
+            __m512i len = _mm512_maskz_shuffle_epi8(BYTE0, len_t, nib);
+            __m512i keep = _mm512_or_si512(_mm512_maskz_shuffle_epi8(BYTE0, lead_t, nib), cont_bits);
+            /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
+            __m512i t = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(g, keep), weights8),
+                                          weights16);
+            __m512i cp = _mm512_srlv_epi32(t, _mm512_maskz_shuffle_epi8(BYTE0, shift_t, nib));
+            __m512i min = _mm512_sllv_epi32(one, _mm512_maskz_shuffle_epi8(BYTE0, minbits_t, nib));
+            __mmask16 ok = _mm512_mask_cmpeq_epi32_mask(lanes, len, span);
+            ok = _mm512_mask_cmpge_epu32_mask(ok, cp, min);
+            ok = _mm512_mask_cmple_epu32_mask(ok, cp, max_cp);
+            ok = _mm512_mask_cmpneq_epi32_mask(ok, _mm512_and_si512(cp, surr_mask), surr);
+            if (ok != lanes) return -1;
+            if (kind == 4) _mm512_mask_storeu_epi32((uint32_t *)out + o, lanes, cp);
+            else if (kind == 2) _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + o, lanes, cp);
+            else _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + o, lanes, cp);
+            o += m;
+        }
+        i += take;
+    }
+    return o == chars ? 0 : -1;
+}
+
+static void utf8_simd_init(void) {
+    const char *env = getenv("BINLAKE_SIMD");
+    utf8_tables_init();
+    __builtin_cpu_init();
+    g_utf8_simd = !(env != NULL && env[0] == '0') &&
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+        __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("popcnt") &&
+        __builtin_cpu_supports("bmi2");
+}
+#else
+static void utf8_simd_init(void) { g_utf8_simd = 0; }
+#endif
+
+/* The str of UTF-8 bytes, or NULL with UnicodeDecodeError (exactly CPython's). */
+static PyObject *utf8_str(const char *s, Py_ssize_t n) {
+#ifdef BINLAKE_UTF8_AVX512
+    if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
+        Py_ssize_t chars;
+        unsigned top;
+        utf8_scan((const uint8_t *)s, n, &chars, &top);
+        Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
+        if (maxchar == 0x7F) {
+            PyObject *u = PyUnicode_New(n, 0x7F);
+            if (u != NULL) memcpy(PyUnicode_DATA(u), s, (size_t)n);
+            return u;
+        }
+        PyObject *u = PyUnicode_New(chars, maxchar);
+        if (u == NULL) return NULL;
+        if (utf8_convert((const uint8_t *)s, n, PyUnicode_DATA(u), PyUnicode_KIND(u), chars) == 0)
+            return u;
+        Py_DECREF(u);  /* invalid: CPython names the byte and the reason */
+    }
+#endif
+    return PyUnicode_DecodeUTF8(s, n, NULL);
+}
+
+/* utf8_decode(bytes) -> str: the decoder above, for tests and benchmarks. */
+static PyObject *utf8_decode(PyObject *mod, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *u = utf8_str((const char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return u;
+}
+
+static PyObject *utf8_simd(PyObject *mod, PyObject *unused) {
+    return PyBool_FromLong(g_utf8_simd);
+}
+
+#endif

@@ -1,0 +1,96 @@
+"""The C UTF-8 decoder (AVX-512 where the CPU has it) must be CPython's decoder, faster.
+
+CPython is the reference: for any bytes, valid or not, both give the same str (of the same
+kind: str equality compares kinds, so a non-canonical UCS2/UCS4 result would not be equal)
+or the same UnicodeDecodeError. Window edges (64 bytes) and the short-string cut-over are
+where a vector decoder goes wrong, so the lengths drawn cluster around them.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+speedups = pytest.importorskip("binlake.binlog.columns._speedups")
+
+ALPHABETS = ["abc xyz019", "éàüßøÅñç\x80\xff", "€你好世界ſĀ\u07ff\u0800", "😀🚀\U0010FFFF\U00010000",
+             "\ud7ff\ue000\uffff\x7f\x00"]
+INVALID = [b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xe0\x9f\xbf",
+           b"\xf0\x80\x80\xaf", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
+           b"\xf8\x88\x80\x80\x80", b"\xf8\x90\x80\x80", b"\xff", b"\x80", b"\xbf\xbf\xbf\xbf\xbf",
+           b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3"]
+
+
+def outcome(fn, data: bytes) -> tuple[str, object]:
+    try:
+        return "ok", fn(data)
+    except UnicodeDecodeError as e:
+        return "error", (e.start, e.end, e.reason)
+
+
+def same_as_cpython(data: bytes) -> None:
+    assert outcome(speedups.utf8_decode, data) == outcome(lambda b: b.decode("utf-8"), data)
+
+
+def text(rng: random.Random, n: int) -> str:
+    chars = "".join(rng.sample(ALPHABETS, rng.randint(1, len(ALPHABETS))))
+    return "".join(rng.choice(chars) for _ in range(n))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_valid_text_of_every_length_near_the_window_edges(seed: int) -> None:
+    rng = random.Random(seed)
+    for n in [*range(0, 140), 191, 192, 193, 255, 256, 257, 1000, 5000]:
+        s = text(rng, n)
+        got = speedups.utf8_decode(s.encode())
+        assert got == s and type(got) is str
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_kind_of_invalid_sequence_anywhere(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    for _ in range(400):
+        data = bytearray(text(rng, rng.randint(0, 300)).encode())
+        at = rng.randint(0, len(data))
+        data[at:at] = rng.choice(INVALID)
+        same_as_cpython(bytes(data))
+
+
+def test_lone_and_misplaced_continuation_bytes() -> None:
+    base = ("x" * 70 + "é" * 30 + "😀" * 20).encode()
+    for at in range(0, len(base), 3):
+        same_as_cpython(base[:at] + b"\x80" + base[at:])
+        same_as_cpython(base[at:])  # may start inside a character
+        same_as_cpython(base[:at])  # may end inside a character
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=40, max_size=400))
+def test_arbitrary_bytes(data: bytes) -> None:
+    same_as_cpython(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=40, max_size=400), st.integers(0, 399), st.integers(0, 255))
+def test_text_with_one_byte_changed(s: str, where: int, byte: int) -> None:
+    data = bytearray(s.encode())
+    data[where % len(data)] = byte
+    same_as_cpython(bytes(data))
+
+
+def test_simd_path_is_on_where_the_cpu_has_it() -> None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        pytest.skip("no /proc/cpuinfo")
+    has = {"avx512bw", "avx512vl", "avx512vbmi", "avx512_vbmi2"} <= flags
+    if os.environ.get("BINLAKE_SIMD") == "0":
+        assert speedups.utf8_simd() is False
+    elif not has:
+        pytest.skip("CPU without AVX-512 VBMI2: CPython's decoder is used")
+    else:
+        assert speedups.utf8_simd() is True
