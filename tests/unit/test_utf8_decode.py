@@ -94,3 +94,19 @@ def test_simd_path_is_on_where_the_cpu_has_it() -> None:
         pytest.skip("CPU without AVX-512 VBMI2: CPython's decoder is used")
     else:
         assert speedups.utf8_simd() is True
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(min_size=0, max_size=300),
+                 st.text(min_size=0, max_size=300).map(lambda s: s.encode()),
+                 st.tuples(st.text(min_size=30, max_size=300), st.sampled_from(INVALID),
+                           st.integers(0, 10_000)).map(
+                     lambda t: (lambda b, bad, at: b[:at % (len(b) + 1)] + bad + b[at % (len(b) + 1):])(
+                         t[0].encode(), t[1], t[2]))))
+def test_json_writer_utf8_check_agrees_with_cpython(data: bytes) -> None:
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert speedups.utf8_check(data) is valid

@@ -68,6 +68,8 @@ static PyMethodDef module_methods[] = {
      "Arrow string array of a list of bytes/None, the data written into allocate(size)."},
     {"utf8_decode", utf8_decode, METH_O,
      "utf8_decode(bytes) -> str: the row decoder's UTF-8 decoding (SIMD when the CPU has it)."},
+    {"utf8_check", utf8_check, METH_O,
+     "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,
      "utf8_simd() -> bool: UTF-8 text is decoded with AVX-512 (BINLAKE_SIMD=0 turns it off)."},
     {"configure", configure, METH_VARARGS,

@@ -116,6 +116,7 @@ static void utf8_dfa_build(void) {
 }
 
 static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    if (n >= UTF8_SIMD_MIN && g_utf8_simd) return utf8_valid_long((const char *)s, n);
     if (utf8_dfa[0] == 0) utf8_dfa_build();  /* byte 0 leads every state but U_OK to U_ERR */
     uint64_t st = 0;
     Py_ssize_t i = 0;
@@ -128,6 +129,15 @@ static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
 #endif
     for (; i < n; i++) st = utf8_dfa[s[i]] >> (st & 63);
     return (st & 63) == 6 * U_OK;
+}
+
+/* utf8_check(bytes) -> bool: the JSON writer's UTF-8 check, for tests. */
+static PyObject *utf8_check(PyObject *mod, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int ok = utf8_valid((const unsigned char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
 }
 
 /* A byte of valid UTF-8 copied as is: anything but control characters, '"' and '\\'. */

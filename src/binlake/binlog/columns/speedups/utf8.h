@@ -106,7 +106,8 @@ AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int k
 }
 
 /* Pass 2: code points into `out` (a str of `kind` with room for `chars`); 0, or -1 when
-   the bytes are not valid UTF-8 (nothing is raised: the caller falls back). */
+   the bytes are not valid UTF-8 (nothing is raised: the caller falls back). Kind 0 only
+   validates (the JSON writer copies valid text as is). */
 AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out, int kind,
                                       Py_ssize_t chars) {
     const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
@@ -132,7 +133,7 @@ AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out,
         if (_mm512_movepi8_mask(v) == 0) {  /* all ASCII */
             Py_ssize_t take = rem >= 64 ? 64 : rem;
             if (o + take > chars) return -1;
-            utf8_store_ascii(out, o, kind, v, take);
+            if (kind) utf8_store_ascii(out, o, kind, v, take);
             o += take;
             i += take;
             continue;
@@ -176,14 +177,15 @@ AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out,
             ok = _mm512_mask_cmple_epu32_mask(ok, cp, max_cp);
             ok = _mm512_mask_cmpneq_epi32_mask(ok, _mm512_and_si512(cp, surr_mask), surr);
             if (ok != lanes) return -1;
-            if (kind == 4) _mm512_mask_storeu_epi32((uint32_t *)out + o, lanes, cp);
+            if (kind == 0) {}
+            else if (kind == 4) _mm512_mask_storeu_epi32((uint32_t *)out + o, lanes, cp);
             else if (kind == 2) _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + o, lanes, cp);
             else _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + o, lanes, cp);
             o += m;
         }
         i += take;
     }
-    return o == chars ? 0 : -1;
+    return kind == 0 || o == chars ? 0 : -1;
 }
 
 static void utf8_simd_init(void) {
@@ -221,6 +223,16 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
     }
 #endif
     return PyUnicode_DecodeUTF8(s, n, NULL);
+}
+
+/* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
+   text: the caller's scalar check is as fast). */
+static int utf8_valid_long(const char *s, Py_ssize_t n) {
+#ifdef BINLAKE_UTF8_AVX512
+    return utf8_convert((const uint8_t *)s, n, NULL, 0, n) == 0;
+#else
+    return -1;
+#endif
 }
 
 /* utf8_decode(bytes) -> str: the decoder above, for tests and benchmarks. */
