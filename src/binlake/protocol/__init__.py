@@ -26,7 +26,17 @@ from .client import (
 )
 from .packets import MAX_PAYLOAD, PacketStream
 from .results import ColumnDefinition, EofPacket, ErrPacket, OkPacket, ResultSet
-from .server import BinlogDump, BinlogDumpGtid, RegisterReplica, ServerConnection
+
+_SERVER_NAMES = ("BinlogDump", "BinlogDumpGtid", "RegisterReplica", "ServerConnection")
+
+
+def __getattr__(name: str) -> object:
+    """The server side is imported on first use: a replica does not pay for it at start-up."""
+    if name in _SERVER_NAMES:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Account", "AuthError", "Sha2Cache", "Capability", "Command", "ServerStatus", "NEED_DATA",

@@ -195,8 +195,6 @@ def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bo
     started at an older position without a history relies on the TABLE_MAP metadata."""
     if not enabled:
         return None
-    from ..schema.history import history_path
-    from ..schema.tracker import SchemaTracker
 
     def connect() -> Any:
         """A plain-SQL connection for information_schema; its errors read like the stream's."""
@@ -223,15 +221,23 @@ def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bo
             raise ServerError(code, str(message), hint=hint) from None
 
     # Reach the server with binlake's own client first: its errors name host, port and cause.
+    # The schema modules are imported only where a tracker is made (tens of ms of start-up).
     from .connection import MySQLConnection
 
     from ..errors import BinlakeError
 
     with MySQLConnection.connect(server.host, server.port, server.user, server.password,
                                  **server.connect_kwargs()) as probe:
-        if checkpoint is not None and history_path(checkpoint).exists():
-            return SchemaTracker.load(history_path(checkpoint), connect=connect)
+        if checkpoint is not None:
+            from ..schema.history import history_path
+
+            if history_path(checkpoint).exists():
+                from ..schema.tracker import SchemaTracker
+
+                return SchemaTracker.load(history_path(checkpoint), connect=connect)
         if start is None:
+            from ..schema.tracker import SchemaTracker
+
             return SchemaTracker.from_server(connect)
         try:
             metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
