@@ -92,6 +92,7 @@ class BinlogDecoder:
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
         self._tm_cache: dict[bytes, TableMapEvent] = {}
+        self._rows_phl: dict[int, int] = {}  # rows event type -> post-header length (per FDE)
         self._decryptor = None
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
@@ -211,7 +212,13 @@ class BinlogDecoder:
         if not isinstance(raw, bytes):
             raw = bytes(raw)
         header = parse_header(raw)
-        tname = E.name_of(header.type_code)
+        code = header.type_code
+        if code in rows.FAST_TYPES and header.event_size == len(raw) and not self.json_images \
+                and self.checksum_alg == ChecksumAlg.CRC32:
+            ev = self._fast_rows(raw, header, offset)
+            if ev is not None:
+                return [ev]
+        tname = E.name_of(code)
         if header.event_size != len(raw):
             raise TruncatedError(f"{tname} header says {header.event_size} bytes, "
                                  f"have {len(raw)}", event_type=tname)
@@ -221,7 +228,6 @@ class BinlogDecoder:
         else:
             end = offset + header.event_size
         self.events_decoded += 1
-        code = header.type_code
         if code == E.FORMAT_DESCRIPTION:
             return [self._decode_fde(raw, header, offset, end)]
         body_end = self._verify_checksum(raw, tname)
@@ -243,6 +249,33 @@ class BinlogDecoder:
             # A codec met bytes its bounds checks did not foresee: still a named, located error.
             raise DecodeError(f"malformed event body ({type(exc).__name__}: {exc})",
                               event_type=tname, hint="the event is malformed or corrupt") from None
+
+    def _fast_rows(self, raw: bytes, header: EventHeader, offset: int | None) -> Event | None:
+        """A common rows event in one step (rows.fast_rows), checksum first; None: the
+        general path decodes it (and raises what is wrong)."""
+        size = len(raw)
+        if size < HEADER_LEN + CHECKSUM_LEN:
+            return None
+        if self.verify_checksums:
+            with memoryview(raw) as view:
+                if _crc32(view[:-4]) != _U32.unpack_from(raw, size - 4)[0]:
+                    return None
+        code = header.type_code
+        phl = self._rows_phl.get(code)
+        if phl is None:
+            phl = self._rows_phl[code] = self._post_header_len(code, 10 if code in (
+                E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2, E.DELETE_ROWS_V2) else 8)
+        if offset is None:  # a stream: the header's log_pos is where the event ends
+            end = header.log_pos
+            offset = end - size if end else 0
+        else:
+            end = offset + size
+        ev = rows.fast_rows(code, raw, header, self.file, offset, end, phl, self.tables,
+                            HEADER_LEN, size - CHECKSUM_LEN, self.table_filter,
+                            self.count_filtered)
+        if ev is not None:
+            self.events_decoded += 1
+        return ev
 
     def _decode_compressed(self, code: int, raw: bytes, base: dict, offset: int) -> list[Event]:
         """MariaDB compressed QUERY/rows events: the CRC (verified) covers the compressed
@@ -308,6 +341,7 @@ class BinlogDecoder:
             server_version=server_version, create_timestamp=create_ts, header_length=header_len,
             post_header_lengths=post, checksum_alg=alg)
         self.fde = fde
+        self._rows_phl.clear()
         self.checksum_alg = alg if alg != ChecksumAlg.UNDEF else ChecksumAlg.OFF
         self.tables.clear()
         self._tm_cache.clear()
