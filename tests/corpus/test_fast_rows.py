@@ -2,7 +2,7 @@
 
 The fast path takes the common rows event in one step and hands anything unusual back; it
 must never change what comes out. Every event of every file is decoded both ways (with and
-without a table filter, counting filtered rows or not) and compared field by field, errors
+without a table filter, counting filtered rows or not, values or JSON images) and compared field by field, errors
 included: a corrupt or truncated event fails the same way on both paths.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _checksummed_fast_rows(path: Path) -> bool:
             and any(isinstance(ev, RowsEvent) and ev.type_code in rows.FAST_TYPES for ev in evs))
 
 
-@pytest.mark.parametrize("mode", ["all", "filtered", "filtered-counted"])
+@pytest.mark.parametrize("mode", ["all", "filtered", "filtered-counted", "json-images"])
 def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     taken = [0]
@@ -87,7 +87,9 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
     compared = rows_events = 0
     for path in corpus_files(corpus_dir):
         options: dict[str, object] = {}
-        if mode != "all":
+        if mode == "json-images":
+            options = {"json_images": True}
+        elif mode != "all":
             options = {"table_filter": _only_first_table(path),
                        "count_filtered": mode == "filtered-counted"}
         fast, fast_error = _decode(path, True, **options)

@@ -209,15 +209,18 @@ class BinlogDecoder:
             raise TruncatedError(f"event of {len(raw)} bytes is shorter than its header")
         if self._decryptor is not None and offset is not None:
             raw = self._decryptor.decrypt_event(raw, offset)
+        elif raw[4] in rows.FAST_TYPES and self.checksum_alg == ChecksumAlg.CRC32:
+            # The common rows event, decoded where it lies (a replica's receive buffer too:
+            # nothing of it is kept).
+            header = parse_header(raw)
+            if header.event_size == len(raw):
+                ev = self._fast_rows(raw, header, offset)
+                if ev is not None:
+                    return [ev]
         if not isinstance(raw, bytes):
             raw = bytes(raw)
         header = parse_header(raw)
         code = header.type_code
-        if code in rows.FAST_TYPES and header.event_size == len(raw) and not self.json_images \
-                and self.checksum_alg == ChecksumAlg.CRC32:
-            ev = self._fast_rows(raw, header, offset)
-            if ev is not None:
-                return [ev]
         tname = E.name_of(code)
         if header.event_size != len(raw):
             raise TruncatedError(f"{tname} header says {header.event_size} bytes, "
@@ -272,7 +275,7 @@ class BinlogDecoder:
             end = offset + size
         ev = rows.fast_rows(code, raw, header, self.file, offset, end, phl, self.tables,
                             HEADER_LEN, size - CHECKSUM_LEN, self.table_filter,
-                            self.count_filtered)
+                            self.count_filtered, self.json_images)
         if ev is not None:
             self.events_decoded += 1
         return ev

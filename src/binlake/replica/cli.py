@@ -136,12 +136,14 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         n = 0
         finished = False
         try:
-            for rec in bs.changes():
-                n += 1
+            for batch in bs.batches():  # a rows event's records at a time
+                n += len(batch)
                 if output == "jsonl":
-                    sink.write(json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+                    for rec in batch:
+                        sink.write(json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
                 elif output == "text":
-                    sink.write(_record_text(rec) + "\n")
+                    for rec in batch:
+                        sink.write(_record_text(rec) + "\n")
                 if bs.stop_requested:
                     break
             finished = True

@@ -292,7 +292,17 @@ class BinlogStream:
 
     # -- main loop ----------------------------------------------------------------------------
     def changes(self) -> Iterator[ChangeRecord]:
-        """Row changes in commit order; reconnects and resumes after network failures."""
+        """Row changes in commit order; reconnects and resumes after network failures.
+        After each record, `position` counts it (a checkpoint may be taken between any two)."""
+        return self._serve(batched=False)
+
+    def batches(self) -> Iterator[list[ChangeRecord]]:
+        """The same row changes as lists (one per rows event, or per statement): no generator
+        step per record, for consumers that handle a list at a time (the CLI, Spark). After
+        each list, `position` counts all of it."""
+        return self._serve(batched=True)
+
+    def _serve(self, batched: bool) -> Iterator:
         wait = 0.5
         self._reader = threading.get_ident()
         try:
@@ -300,7 +310,7 @@ class BinlogStream:
                 self._got_event = False
                 try:
                     conn, dec = self._open()
-                    yield from self._run(conn, dec)
+                    yield from self._run(conn, dec, batched)
                     self.close()
                     return
                 except ConnectionFailed as exc:  # also ConnectionLost, ReadTimeout
@@ -364,7 +374,8 @@ class BinlogStream:
         finally:
             self._interruptible = False
 
-    def _run(self, conn: MySQLConnection, dec: BinlogDecoder) -> Iterator[ChangeRecord]:
+    def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool) -> Iterator:
+        """Records (batched: lists of records) until the end or a stop."""
         tracker = ChangeTracker(self.options.tables)
         semi = self.options.semi_sync
         end = self.end_position
@@ -397,9 +408,10 @@ class BinlogStream:
                     self.options.on_stream_start(self.position)
             last: Event | None = None
             need_ack = sp.need_ack
-            # Own the event's bytes before decoding and let the packet go: a reassembled
-            # 16 MiB+ packet is freed instead of living on beside its copy and its rows.
-            raw = bytes(sp.event)
+            # The decoder takes the common rows event straight from the receive buffer (it
+            # keeps nothing of it) and copies anything else, so the packet can go before its
+            # events are handled: a reassembled 16 MiB+ packet is freed, not kept beside them.
+            raw = sp.event
             del pkt, sp
             events = dec.decode_event(raw)
             del raw
@@ -415,8 +427,23 @@ class BinlogStream:
                     if self._skip >= n:  # delivered before the reconnect/restart
                         self._skip -= n
                         self._rows_in_tx += n
+                    elif ev.filtered:  # counted, not kept: nothing to hand out
+                        self._rows_in_tx += n
+                        self._skip = 0
                     elif self._skip:
-                        yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)))
+                        indexed = ((rec.row, rec) for rec in tracker.records(ev))
+                        if batched:
+                            recs = list(self._deliver(n, indexed))
+                            if recs:
+                                yield recs
+                        else:
+                            yield from self._deliver(n, indexed)
+                    elif batched:
+                        recs = tracker.records(ev)
+                        self._rows_in_tx += n
+                        self.rows_seen += len(recs)
+                        if recs:
+                            yield recs
                     else:
                         base = self._rows_in_tx + 1
                         for rec in tracker.records(ev):
@@ -427,7 +454,7 @@ class BinlogStream:
                     if closes:
                         self._commit(ev, dec)
                     continue
-                yield from self._handle(ev, tracker, dec)
+                yield from self._handle(ev, tracker, dec, batched)
             if need_ack or self._ack_pending:
                 if self._tx.in_tx:
                     self._ack_pending = True  # ACK when the transaction is delivered
@@ -488,8 +515,9 @@ class BinlogStream:
             return False
         return (b.file, b.pos) >= target
 
-    def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> Iterator[ChangeRecord]:
-        """Every event but rows events (those are handled inline in _run)."""
+    def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder, batched: bool) -> Iterator:
+        """Every event but rows events (those are handled inline in _run). The statement's
+        records go out before its transaction is committed (and checkpointed)."""
         if isinstance(ev, QueryEvent):
             # TRUNCATE, statement-logged DML and described DDL are records too; they belong to
             # the transaction the statement is in (or is), so hand them out before closing it.
@@ -499,6 +527,10 @@ class BinlogStream:
                 if self._skip >= n:
                     self._skip -= n
                     self._rows_in_tx += n
+                elif batched:
+                    recs = list(self._deliver(n, indexed))
+                    if recs:
+                        yield recs
                 else:
                     yield from self._deliver(n, indexed)
             if self._tx.observe(ev):

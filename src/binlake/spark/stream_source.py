@@ -1108,10 +1108,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         size = self.opts.batch_size
         where = f"{p.start_file}:{p.start_pos} -> {p.end_file}:{p.end_pos}"
         try:
-            for rec in stream.changes():
-                builder.add(rec)
-                if len(builder) >= size or builder.image_bytes >= MAX_BATCH_BYTES:
-                    yield builder.flush()
+            for records in stream.batches():  # only the range's end position matters here
+                for rec in records:
+                    builder.add(rec)
+                    if len(builder) >= size or builder.image_bytes >= MAX_BATCH_BYTES:
+                        yield builder.flush()
         except PositionUnavailable as exc:
             raise OffsetUnavailable(f"binlake stream range {where}: {exc.args[0]}",
                                     code=exc.code, hint=_RECOVERY) from None

@@ -128,10 +128,10 @@ _FAST = {code: (KIND[code], VERSION.get(code, 2), KIND[code] == "update")
 FAST_TYPES = frozenset(_FAST)
 
 
-def fast_rows(code: int, body: bytes, header: Any, file: str | None, offset: int, end_pos: int,
+def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None, offset: int, end_pos: int,
               post_header_len: int, tables: dict[int, TableMapEvent], start: int, end: int,
-              table_filter: Callable[[str, str], bool] | None, count_filtered: bool
-              ) -> RowsEvent | None:
+              table_filter: Callable[[str, str], bool] | None, count_filtered: bool,
+              json_images: bool = False) -> RowsEvent | None:
     """The common rows event (v1/v2 without extra data, a known table, C decoders) in one
     call: most events of a busy binlog are small, and the general path's layers cost as much
     as their rows. None: anything else, or anything wrong, goes the general way (which names
@@ -162,15 +162,15 @@ def fast_rows(code: int, body: bytes, header: Any, file: str | None, offset: int
     if end - pos < nbm:
         return None
     decoders = table.row_decoders
-    key = (code, body[pos:pos + nbm])
+    key = (code, bytes(body[pos:pos + nbm]), json_images)  # the body may be a memoryview
     pair = decoders.get(key)
     if pair is None:
-        pair = _fast_decoders(table, update, body[pos:pos + nbm], ncols)
+        pair = _fast_decoders(table, update, key[1], ncols, json_images)
         if pair is None:
             return None
         decoders[key] = pair
     pos += nbm
-    dec_before, dec_after = pair
+    dec_before, dec_after, json_before, json_after = pair
     if table_filter is not None and not table_filter(table.schema, table.table):
         if not count_filtered:
             return make_rows_event(header, file, offset, end_pos, None, kind, low | high << 32,
@@ -186,8 +186,12 @@ def fast_rows(code: int, body: bytes, header: Any, file: str | None, offset: int
                                flags, table, [], b"", version, True, n)
     rows: list[Any] = []
     try:
-        pos = (dec_before.many(body, pos, end, rows, dec_after) if update
-               else dec_before.many(body, pos, end, rows))
+        if json_images:
+            pos = (json_before.json_many(body, pos, end, rows, json_after) if update
+                   else json_before.json_many(body, pos, end, rows))
+        else:
+            pos = (dec_before.many(body, pos, end, rows, dec_after) if update
+                   else dec_before.many(body, pos, end, rows))
     except Exception:
         return None
     if pos != end:
@@ -196,10 +200,11 @@ def fast_rows(code: int, body: bytes, header: Any, file: str | None, offset: int
                            table, rows, b"", version, False, 0)
 
 
-def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: int
-                   ) -> tuple[Any, Any] | None:
-    """(before, after) C decoders of an event's presence bitmaps; None where the general
-    path must decode (no C decoder, images of no columns)."""
+def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: int,
+                   json_images: bool) -> tuple[Any, Any, Any, Any] | None:
+    """(before, after, JSON before, JSON after) C decoders of an event's presence bitmaps
+    (after: None unless an update; JSON: only with json_images); None where the general path
+    must decode (no C decoder, images of no columns)."""
     nbm = (ncols + 7) >> 3
     present = _present(bitmaps[:nbm], ncols)
     present_after = _present(bitmaps[nbm:], ncols) if update else present
@@ -217,7 +222,12 @@ def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: in
             after = decoders[key_a] = compile_row_decoder(table.columns, present_after)
     if not hasattr(before, "many") or (after is not None and not hasattr(after, "many")):
         return None
-    return before, after
+    if not json_images:
+        return before, after, None, None
+    jdec = _json_decoders(table, "update" if update else "insert", present, present_after)
+    if jdec is None:
+        return None
+    return before, after, jdec[0], jdec[1] if update else None
 
 
 def rows_event(base: dict, kind: str, table_id: int, flags: int, table: TableMapEvent,
