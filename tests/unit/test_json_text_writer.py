@@ -73,11 +73,31 @@ def test_any_text_escapes_like_json_dumps(text: str) -> None:
     assert img == json.dumps({"c0": text}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES + [b'"' * 5, b'\\"', b'{"k":"v","n":[1,2]}', b"\\" * 3]),
+                min_size=10, max_size=300).map(b"".join))
+def test_long_texts_dense_with_quotes_escape_like_json_dumps(raw: bytes) -> None:
+    """Texts past the 32-byte vectors (JSON documents in text columns: a quote every few
+    bytes, control characters now and then)."""
+    jdec, _, _ = _json_pair(_cols("utf8"), [True])
+    img, _ = jdec.json(_row("utf8", raw), 0)
+    assert img == json.dumps({"c0": raw.decode()}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("raw", [b'"' * 100_003, b'\\"' * 40_001, (b'ab"\\' * 9 + b"\n") * 3001,
+                                 ("é\"" * 20_000).encode(), b"x" * 70_001 + b'"'])
+def test_huge_texts_that_double_when_escaped(raw: bytes) -> None:
+    """The output buffer grows while the vector loop writes twice what it reads."""
+    jdec, _, _ = _json_pair(_cols("utf8"), [True])
+    img, _ = jdec.json(_row("utf8", raw), 0)
+    assert img == json.dumps({"c0": raw.decode()}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def test_every_offset_of_a_vector() -> None:
     """Each special piece at each offset 0..40 of a plain text, valid and cut short."""
     jdec, pydec, enc = _json_pair(_cols("bytes"), [True])
     for piece in PIECES[8:] + INVALID:
-        for at in range(41):
+        for at in range(70):
             for tail in (0, 1, 5, 16, 20):
                 raw = b"x" * at + piece + b"y" * tail
                 buf = _row("bytes", raw)

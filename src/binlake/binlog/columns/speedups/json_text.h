@@ -154,6 +154,16 @@ static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     unsigned char *d = (unsigned char *)o->p + o->len;
     Py_ssize_t i = 0;
     for (;;) {
+#ifdef BINLAKE_UTF8_AVX512
+        if (g_utf8_simd) {  /* 64 bytes at a time, quotes and backslashes escaped in place */
+            while (i + 32 <= n) {
+                ROOM(128);
+                Py_ssize_t k = json_escape_run(s + i, n - i, &d, (unsigned char *)o->p + o->cap);
+                if (k == 0) break;  /* a control character: the loops below */
+                i += k;
+            }
+        }
+#endif
 #if defined(__SSE2__)
         /* 16 bytes at a time: store all of them, then advance past the plain ones before the
            first byte to escape. JSON documents inside a text have a '"' every few bytes:
