@@ -11,8 +11,12 @@ valid only until the next read (use ``read_packet_copy()`` to keep one).
 from __future__ import annotations
 
 import socket
-import ssl
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import ssl
 
 from ..errors import BinlakeError, ConfigError, ProtocolError, ServerError
 from ..protocol import client as proto
@@ -117,7 +121,18 @@ class MySQLConnection:
             except OSError as exc:
                 raise ConfigError(f"cannot read server_public_key_path {server_public_key_path}: "
                                   f"{exc.strerror}") from exc
-        context = _ssl_context(mode, ssl_ca, ssl_cert, ssl_key) if mode != "DISABLED" else None
+        if mode == "DISABLED":
+            tls_context = None
+        elif mode == "PREFERRED" and not (ssl_ca or ssl_cert or ssl_key):
+            # Made only if the server offers TLS: importing `ssl` is 10-20 ms of a short run's
+            # start-up, for nothing on a server without TLS.
+            def tls_context() -> ssl.SSLContext:
+                return _ssl_context(mode, None, None, None)
+        else:  # files to read: fail on them before connecting
+            context = _ssl_context(mode, ssl_ca, ssl_cert, ssl_key)
+
+            def tls_context() -> ssl.SSLContext:
+                return context
 
         sock = _open_socket(host, port, connect_timeout)
         client = ClientConnection(
@@ -126,14 +141,14 @@ class MySQLConnection:
         )
         conn = cls(sock, client, host, port, ssl_mode=mode)
         try:
-            conn._handshake(context)
+            conn._handshake(tls_context)
             conn.read_timeout = read_timeout
         except BaseException:
             conn._abort()
             raise
         return conn
 
-    def _handshake(self, context: ssl.SSLContext | None) -> None:
+    def _handshake(self, tls_context: Callable[[], ssl.SSLContext] | None) -> None:
         client = self._client
         while True:
             try:
@@ -145,8 +160,8 @@ class MySQLConnection:
                 ) from None
             if isinstance(ev, StartTLS):
                 self._flush()
-                assert context is not None
-                self._start_tls(context)
+                assert tls_context is not None
+                self._start_tls(tls_context())
                 client.tls_started()
             elif isinstance(ev, Authenticated):
                 return
@@ -155,6 +170,8 @@ class MySQLConnection:
             # Greeting: informational
 
     def _start_tls(self, context: ssl.SSLContext) -> None:
+        import ssl
+
         assert self._sock is not None
         if self._stream.buffered():
             raise ProtocolError("the server sent data before the TLS handshake")
@@ -204,11 +221,12 @@ class MySQLConnection:
 
     @property
     def tls(self) -> bool:
-        return isinstance(self._sock, ssl.SSLSocket)
+        ssl = sys.modules.get("ssl")  # never imported: no TLS socket either
+        return ssl is not None and isinstance(self._sock, ssl.SSLSocket)
 
     @property
     def tls_version(self) -> str | None:
-        return self._sock.version() if isinstance(self._sock, ssl.SSLSocket) else None
+        return self._sock.version() if self.tls else None
 
     @property
     def closed(self) -> bool:
@@ -263,11 +281,10 @@ class MySQLConnection:
             self._abort()
             raise ReadTimeout(f"no data from {self.where} within {t}s during {during}",
                               hint="the server is slow or unreachable; raise the timeout if this is expected") from None
-        except ssl.SSLError as exc:
-            self._abort()
-            raise ConnectionLost(f"TLS error from {self.where} during {during}: {exc}") from None
         except OSError as exc:
             self._abort()
+            if _is_tls_error(exc):
+                raise ConnectionLost(f"TLS error from {self.where} during {during}: {exc}") from None
             raise ConnectionLost(f"the connection to {self.where} broke during {during}: {exc}",
                                  hint="the server may have restarted or closed the connection; reconnect") from None
         if n == 0:
@@ -404,8 +421,6 @@ class MySQLConnection:
 
     def _receive_failed(self) -> None:
         """Map the OSError being handled by read_packet (kept out of the hot loop)."""
-        import sys
-
         exc = sys.exc_info()[1]
         if isinstance(exc, (TimeoutError, socket.timeout)):
             raise ReadTimeout(f"no data from {self.where} within {self._read_timeout}s",
@@ -492,8 +507,15 @@ def _open_socket(host: str, port: int, timeout: float | None) -> socket.socket:
     return sock
 
 
+def _is_tls_error(exc: BaseException) -> bool:
+    ssl = sys.modules.get("ssl")
+    return ssl is not None and isinstance(exc, ssl.SSLError)
+
+
 def _ssl_context(mode: str, ca: str | Path | None, cert: str | Path | None,
                  key: str | Path | None) -> ssl.SSLContext:
+    import ssl
+
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     if mode in ("VERIFY_CA", "VERIFY_IDENTITY"):
