@@ -7,7 +7,7 @@ Events that MySQL wraps in a TRANSACTION_PAYLOAD carry the payload's offsets plu
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .constants import EventType
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .table_map import TableMapEvent
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class Event:
     header: EventHeader
     file: str | None
@@ -43,8 +43,22 @@ class Event:
         """Event-specific fields for display (text/JSON output)."""
         return {}
 
+    # One __repr__ and __eq__ for every event class, as dataclass would write them: generating
+    # them per class was half of this module's import time (a few % of a short decode run).
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"{type(self).__qualname__}({parts})"
 
-@dataclass(slots=True, kw_only=True)
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = [f.name for f in fields(self) if f.compare]
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value: as dataclass does
+
+
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class FormatDescriptionEvent(Event):
     binlog_version: int
     server_version: str
@@ -69,7 +83,7 @@ class FormatDescriptionEvent(Event):
                 "checksum": {0: "NONE", 1: "CRC32"}.get(self.checksum_alg, "n/a")}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RotateEvent(Event):
     next_file: str
     position: int
@@ -78,12 +92,12 @@ class RotateEvent(Event):
         return {"next_file": self.next_file, "position": self.position}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class StopEvent(Event):
     pass
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class QueryEvent(Event):
     thread_id: int
     exec_time: int
@@ -100,7 +114,7 @@ class QueryEvent(Event):
                 "status": self.status_vars}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class XidEvent(Event):
     xid: int
 
@@ -108,7 +122,7 @@ class XidEvent(Event):
         return {"xid": self.xid}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class IntvarEvent(Event):
     kind: str  # LAST_INSERT_ID | INSERT_ID
     value: int
@@ -117,7 +131,7 @@ class IntvarEvent(Event):
         return {"kind": self.kind, "value": self.value}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RandEvent(Event):
     seed1: int
     seed2: int
@@ -126,7 +140,7 @@ class RandEvent(Event):
         return {"seed1": self.seed1, "seed2": self.seed2}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class UserVarEvent(Event):
     name: str
     value: Any
@@ -138,7 +152,7 @@ class UserVarEvent(Event):
         return {"name": self.name, "value": self.value, "type": self.value_type}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class IncidentEvent(Event):
     incident: int
     message: str
@@ -147,7 +161,7 @@ class IncidentEvent(Event):
         return {"incident": self.incident, "message": self.message}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class HeartbeatEvent(Event):
     log_file: str
     log_pos: int
@@ -156,7 +170,7 @@ class HeartbeatEvent(Event):
         return {"log_file": self.log_file, "log_pos": self.log_pos}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RowsQueryEvent(Event):
     query: str
 
@@ -164,7 +178,7 @@ class RowsQueryEvent(Event):
         return {"query": self.query}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class AnnotateRowsEvent(Event):
     query: str
 
@@ -172,7 +186,7 @@ class AnnotateRowsEvent(Event):
         return {"query": self.query}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class GtidEvent(Event):
     """MySQL GTID / ANONYMOUS_GTID / GTID_TAGGED: starts a transaction."""
 
@@ -203,7 +217,7 @@ class GtidEvent(Event):
                 "transaction_length": self.transaction_length}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class PreviousGtidsEvent(Event):
     gtid_set: str
 
@@ -211,7 +225,7 @@ class PreviousGtidsEvent(Event):
         return {"gtid_set": self.gtid_set}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class MariaGtidEvent(Event):
     """MariaDB GTID event: domain-server-seq; starts an event group."""
 
@@ -252,7 +266,7 @@ class MariaGtidEvent(Event):
         return out
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class MariaGtidListEvent(Event):
     gtids: list[tuple[int, int, int]]  # (domain, server, seq)
     flags: int = 0
@@ -261,7 +275,7 @@ class MariaGtidListEvent(Event):
         return {"gtid_list": ",".join(f"{d}-{s}-{q}" for d, s, q in self.gtids)}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class BinlogCheckpointEvent(Event):
     binlog_file: str
 
@@ -269,7 +283,7 @@ class BinlogCheckpointEvent(Event):
         return {"binlog_file": self.binlog_file}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class StartEncryptionEvent(Event):
     scheme: int
     key_version: int
@@ -279,7 +293,7 @@ class StartEncryptionEvent(Event):
         return {"scheme": self.scheme, "key_version": self.key_version}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class XaPrepareEvent(Event):
     one_phase: bool
     format_id: int
@@ -291,7 +305,7 @@ class XaPrepareEvent(Event):
                 "gtrid": self.gtrid.hex(), "bqual": self.bqual.hex()}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class TransactionPayloadEvent(Event):
     compression: str
     payload_size: int
@@ -303,7 +317,7 @@ class TransactionPayloadEvent(Event):
                 "uncompressed_size": self.uncompressed_size, "events": self.event_count}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class OpaqueEvent(Event):
     """Events whose body binlake keeps as bytes on purpose (statement-era LOAD DATA blocks,
     group-replication context). They carry no row data; `body` holds every byte."""
@@ -315,7 +329,7 @@ class OpaqueEvent(Event):
         return {**self.fields, "body_len": len(self.body)}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class UnknownEvent(Event):
     """An unknown type, handed on raw only when the user asked for pass-through."""
 
@@ -325,7 +339,7 @@ class UnknownEvent(Event):
         return {"body_len": len(self.body)}
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RowsEvent(Event):
     """WRITE/UPDATE/DELETE rows (v0/v1/v2, MariaDB compressed, MySQL PARTIAL_UPDATE).
 
