@@ -39,6 +39,35 @@ def test_every_path_gives_the_same_batches(corpus_dir: Path, size: int) -> None:
         assert by_record.equals(from_json), path.name
 
 
+def _records_by_event(path: Path, json_images: bool) -> list[list]:
+    """Records grouped as BinlogStream.batches() groups them: one list per rows event."""
+    from binlake.changes import ChangeTracker
+
+    tracker, out = ChangeTracker(), []
+    for ev in read_events(path, json_images=json_images):
+        recs = tracker.records(ev)
+        if recs:
+            out.append(recs)
+    return out
+
+
+@pytest.mark.parametrize("json_images", [True, False])
+def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
+                                                              json_images: bool) -> None:
+    for path in _paths(corpus_dir):
+        lists = _records_by_event(path, json_images)
+        one, many = CdcBatchBuilder(), CdcBatchBuilder()
+        for recs in lists:
+            for rec in recs:
+                one.add(rec)
+            many.add_records(recs)
+        assert len(one) == len(many) and one.image_bytes == many.image_bytes
+        if not len(one):
+            continue
+        a, b = _table([one.flush()]), _table([many.flush()])
+        assert a.equals(b), path.name
+
+
 def test_without_the_c_buffers(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _paths(corpus_dir)[0]
     expect = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))

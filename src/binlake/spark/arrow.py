@@ -173,6 +173,36 @@ class CdcBatchBuilder:
         self._n += 1
         self._ends.append(self._n)
 
+    def add_records(self, recs: list[ChangeRecord]) -> None:
+        """The records of one rows event (a list from BinlogStream.batches()) as one segment,
+        without Python work per record beyond reading its images; statements, records of
+        several events and images not yet JSON go record by record."""
+        first, last = recs[0], recs[-1]
+        if (first.table_map is None or len(recs) == 1 or last.pos != first.pos
+                or last.inner != first.inner or last.file != first.file):
+            for rec in recs:
+                self.add(rec)
+            return
+        images = [rec.raw_images for rec in recs]
+        before, after = list(map(_first, images)), list(map(_second, images))
+        probe = before[0] if before[0] is not None else after[0]
+        if type(probe) is not bytes:
+            for rec in recs:
+                self.add(rec)
+            return
+        self._before += before
+        self._after += after
+        self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
+        file = first.file
+        fidx = self._fidx.get(file)
+        if fidx is None:
+            fidx = self._file_index(file)
+        self._segs.append((first.op, first.schema, first.table, file, first.pos, first.end_pos,
+                           first.inner, first.gtid, first.timestamp, fidx, None, None))
+        self._row.extend([rec.row for rec in recs])
+        self._n += len(recs)
+        self._ends.append(self._n)
+
     def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""

@@ -1109,6 +1109,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         where = f"{p.start_file}:{p.start_pos} -> {p.end_file}:{p.end_pos}"
         try:
             for records in stream.batches():  # only the range's end position matters here
+                if len(builder) + len(records) <= size:  # a rows event's records: one segment
+                    builder.add_records(records)
+                    if len(builder) >= size or builder.image_bytes >= MAX_BATCH_BYTES:
+                        yield builder.flush()
+                    continue
                 for rec in records:
                     builder.add(rec)
                     if len(builder) >= size or builder.image_bytes >= MAX_BATCH_BYTES:
