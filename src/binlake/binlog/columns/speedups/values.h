@@ -102,7 +102,10 @@ static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
     if (neg && !zero) text[len++] = '-';
     if (nd == 0) text[len++] = '0';
     else { memcpy(text + len, digits + first, nd - first); len += nd - first; }
-    len += snprintf(text + len, sizeof(text) - len, "E-%d", scale);
+    text[len++] = 'E';  /* "E-<scale>": scale is 0..38 (checked with the metadata) */
+    text[len++] = '-';
+    if (scale >= 10) text[len++] = (char)('0' + scale / 10);
+    text[len++] = (char)('0' + scale % 10);
     PyObject *str = PyUnicode_FromStringAndSize(text, len);
     if (str == NULL) return NULL;
     PyObject *res = PyObject_CallOneArg(g_decimal, str);
