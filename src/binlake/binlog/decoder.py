@@ -40,6 +40,8 @@ _OPAQUE_TYPES = frozenset({
 
 
 _MARIADB_COMPRESSED = frozenset(range(E.MARIADB_QUERY_COMPRESSED, E.MARIADB_DELETE_ROWS_COMPRESSED + 1))
+# Binlogs whose rows events take the fast path (rows.fast_rows): CRC32 or no checksums.
+_FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 
 
 class TableResolver(Protocol):
@@ -209,7 +211,7 @@ class BinlogDecoder:
             raise TruncatedError(f"event of {len(raw)} bytes is shorter than its header")
         if self._decryptor is not None and offset is not None:
             raw = self._decryptor.decrypt_event(raw, offset)
-        elif raw[4] in rows.FAST_TYPES and self.checksum_alg == ChecksumAlg.CRC32:
+        elif raw[4] in rows.FAST_TYPES and self.checksum_alg in _FAST_CHECKSUMS:
             # The common rows event, decoded where it lies (a replica's receive buffer too:
             # nothing of it is kept).
             header = parse_header(raw)
@@ -257,9 +259,10 @@ class BinlogDecoder:
         """A common rows event in one step (rows.fast_rows), checksum first; None: the
         general path decodes it (and raises what is wrong)."""
         size = len(raw)
-        if size < HEADER_LEN + CHECKSUM_LEN:
+        tail = CHECKSUM_LEN if self.checksum_alg == ChecksumAlg.CRC32 else 0
+        if size < HEADER_LEN + tail:
             return None
-        if self.verify_checksums:
+        if tail and self.verify_checksums:
             with memoryview(raw) as view:
                 if _crc32(view[:-4]) != _U32.unpack_from(raw, size - 4)[0]:
                     return None
@@ -274,7 +277,7 @@ class BinlogDecoder:
         else:
             end = offset + size
         ev = rows.fast_rows(code, raw, header, self.file, offset, end, phl, self.tables,
-                            HEADER_LEN, size - CHECKSUM_LEN, self.table_filter,
+                            HEADER_LEN, size - tail, self.table_filter,
                             self.count_filtered, self.json_images)
         if ev is not None:
             self.events_decoded += 1
