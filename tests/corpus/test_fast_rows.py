@@ -2,8 +2,9 @@
 
 The fast path takes the common rows event in one step and hands anything unusual back; it
 must never change what comes out. Every event of every file is decoded both ways (with and
-without a table filter, counting filtered rows or not, values or JSON images) and compared field by field, errors
-included: a corrupt or truncated event fails the same way on both paths.
+without a table filter, counting filtered rows or not, values or JSON images) and compared
+field by field, errors included: a corrupt or truncated event fails the same way on both
+paths.
 """
 from __future__ import annotations
 

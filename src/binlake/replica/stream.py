@@ -431,13 +431,8 @@ class BinlogStream:
                         self._rows_in_tx += n
                         self._skip = 0
                     elif self._skip:
-                        indexed = ((rec.row, rec) for rec in tracker.records(ev))
-                        if batched:
-                            recs = list(self._deliver(n, indexed))
-                            if recs:
-                                yield recs
-                        else:
-                            yield from self._deliver(n, indexed)
+                        yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)),
+                                                 batched)
                     elif batched:
                         recs = tracker.records(ev)
                         self._rows_in_tx += n
@@ -527,12 +522,8 @@ class BinlogStream:
                 if self._skip >= n:
                     self._skip -= n
                     self._rows_in_tx += n
-                elif batched:
-                    recs = list(self._deliver(n, indexed))
-                    if recs:
-                        yield recs
                 else:
-                    yield from self._deliver(n, indexed)
+                    yield from self._deliver(n, indexed, batched)
             if self._tx.observe(ev):
                 self._commit(ev, dec)
             return
@@ -587,11 +578,20 @@ class BinlogStream:
                                f"without the table filter ({len(recs)} of {len(every)})")
         return len(every), list(zip(idx, recs))
 
-    def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]]) -> Iterator[ChangeRecord]:
+    def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
+                 batched: bool) -> Iterator:
         """Hand out one event's records, skipping those delivered before a reconnect/restart;
-        the position counts each record as it goes, and all `n` units once done."""
+        the position counts each record as it goes (batched: the list it hands out at once),
+        and all `n` units once done."""
         base = self._rows_in_tx
         skip, self._skip = self._skip, 0
+        if batched:
+            recs = [rec for i, rec in indexed if i >= skip]
+            self._rows_in_tx = base + n
+            self.rows_seen += len(recs)
+            if recs:
+                yield recs
+            return
         for i, rec in indexed:
             if i < skip:
                 continue

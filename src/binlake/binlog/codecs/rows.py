@@ -128,8 +128,9 @@ _FAST = {code: (KIND[code], VERSION.get(code, 2), KIND[code] == "update")
 FAST_TYPES = frozenset(_FAST)
 
 
-def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None, offset: int, end_pos: int,
-              post_header_len: int, tables: dict[int, TableMapEvent], start: int, end: int,
+def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None, offset: int,
+              end_pos: int, post_header_len: int, tables: dict[int, TableMapEvent],
+              start: int, end: int,
               table_filter: Callable[[str, str], bool] | None, count_filtered: bool,
               json_images: bool = False) -> RowsEvent | None:
     """The common rows event (v1/v2 without extra data, a known table, C decoders) in one
