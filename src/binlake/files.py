@@ -17,13 +17,19 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
     path = Path(path)
     dec = decoder or BinlogDecoder(file=path.name, **decoder_options)
     dec.file = path.name
+    # Two buffers read into in turn: the decoder works in the chunk it was fed (no copy per
+    # event) while the other takes the next read; the same pages serve the whole file.
+    buffers = (bytearray(chunk_size), bytearray(chunk_size))
+    turn = 0
     try:
-        with path.open("rb") as fh:
+        with path.open("rb", buffering=0) as fh:
             while True:
-                chunk = fh.read(chunk_size)
-                if not chunk:
+                buf = buffers[turn]
+                turn ^= 1
+                n = fh.readinto(buf)
+                if not n:
                     break
-                dec.feed(chunk)
+                dec.feed(memoryview(buf)[:n], borrowed=True)
                 yield from dec.events()
         dec.close()
     except DecodeError as exc:

@@ -129,3 +129,36 @@ def test_a_huge_event_in_many_small_chunks_is_joined_once() -> None:
     (ev,) = list(dec.events())  # decoded once whole
     assert (ev.offset, ev.end, ev.header.event_size) == (4, 4 + size, size)
     dec.close()
+
+
+def _full(ev) -> tuple:
+    """Everything an event carries (rows included), to compare after its bytes are gone."""
+    import dataclasses
+
+    return tuple((f.name, getattr(ev, f.name)) for f in dataclasses.fields(ev) if f.compare)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.integers(1, 5000))
+def test_borrowed_chunks_are_not_needed_after_the_next_feed(binlog: bytes, size: int) -> None:
+    """read_events reads into two buffers in turn: each chunk is overwritten right after the
+    next one is fed. The events handed out must not refer to those bytes."""
+    dec = BinlogDecoder(allow_unknown=True)
+    whole = BinlogDecoder(allow_unknown=True)
+    whole.feed(binlog)
+    expect = [_full(ev) for ev in whole.events()]
+    buffers = (bytearray(b"\xee" * size), bytearray(b"\xee" * size))
+    got, turn = [], 0
+    for start in range(0, len(binlog), size):
+        chunk = binlog[start:start + size]
+        buf = buffers[turn]
+        turn ^= 1
+        buf[:len(chunk)] = chunk
+        buf[len(chunk):] = b"\xee" * (size - len(chunk))  # the rest of the buffer: garbage
+        dec.feed(memoryview(buf)[:len(chunk)], borrowed=True)
+        got.extend(dec.events())
+        other = buffers[turn]  # the chunk fed before this one: overwritten from now on
+        other[:] = b"\xee" * size
+    dec.close()
+    assert [_full(ev) for ev in got] == expect
+    assert any(getattr(ev, "rows", None) for ev in got)
