@@ -152,7 +152,8 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
         pos = start + 10
     else:
         return None
-    table = tables.get(low | high << 32)
+    table_id = low | high << 32
+    table = tables.get(table_id)
     ncols = body[pos]
     if table is None or ncols >= 251 or ncols != len(table.columns):
         return None
@@ -174,7 +175,7 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
     dec_before, dec_after, json_before, json_after = pair
     if table_filter is not None and not table_filter(table.schema, table.table):
         if not count_filtered:
-            return make_rows_event(header, file, offset, end_pos, None, kind, low | high << 32,
+            return make_rows_event(header, file, offset, end_pos, None, kind, table_id,
                                    flags, table, [], b"", version, True, 0)
         try:
             n, pos = (dec_before.count(body, pos, end, dec_after) if update
@@ -183,7 +184,7 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
             return None
         if pos != end:
             return None
-        return make_rows_event(header, file, offset, end_pos, None, kind, low | high << 32,
+        return make_rows_event(header, file, offset, end_pos, None, kind, table_id,
                                flags, table, [], b"", version, True, n)
     rows: list[Any] = []
     try:
@@ -197,7 +198,7 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
         return None
     if pos != end:
         return None
-    return make_rows_event(header, file, offset, end_pos, None, kind, low | high << 32, flags,
+    return make_rows_event(header, file, offset, end_pos, None, kind, table_id, flags,
                            table, rows, b"", version, False, 0)
 
 

@@ -116,7 +116,9 @@ static void utf8_dfa_build(void) {
 }
 
 static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+#ifdef BINLAKE_UTF8_AVX512
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) return utf8_valid_long((const char *)s, n);
+#endif
     if (utf8_dfa[0] == 0) utf8_dfa_build();  /* byte 0 leads every state but U_OK to U_ERR */
     uint64_t st = 0;
     Py_ssize_t i = 0;

@@ -273,15 +273,13 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
     return PyUnicode_DecodeUTF8(s, n, NULL);
 }
 
-/* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
-   text: the caller's scalar check is as fast). */
-static int utf8_valid_long(const char *s, Py_ssize_t n) {
 #ifdef BINLAKE_UTF8_AVX512
+/* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
+   text: the caller's scalar check is as fast). Only with g_utf8_simd set. */
+static int utf8_valid_long(const char *s, Py_ssize_t n) {
     return utf8_convert((const uint8_t *)s, n, NULL, 0, n) == 0;
-#else
-    return -1;
-#endif
 }
+#endif
 
 /* utf8_decode(bytes) -> str: the decoder above, for tests and benchmarks. */
 static PyObject *utf8_decode(PyObject *mod, PyObject *arg) {
