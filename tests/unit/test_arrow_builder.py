@@ -73,22 +73,100 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
 def test_without_the_c_buffers(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _paths(corpus_dir)[0]
     expect = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
-    monkeypatch.setattr(arrow, "_buffers", None)
+    monkeypatch.setattr(arrow, "_column", None)
+    monkeypatch.setattr(arrow, "_runs", None)  # pyarrow.compute expands the segments
+    monkeypatch.setattr(arrow, "_ImageRows", None)  # packed rows read as a plain sequence
     got = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
     assert expect.equals(got)
 
 
 def test_nulls_empty_and_non_ascii_images() -> None:
     images = [b'{"a":"\xc3\xa9"}', None, b"", None, b'{"b":1}'] * 3
-    arr = arrow._image_array(images)
+    arr = arrow._image_array([images], len(images))
     arr.validate(full=True)
     assert arr.to_pylist() == [None if v is None else v.decode() for v in images]
-    assert arrow._image_array([]).to_pylist() == []
-    assert arrow._image_array([None, None]).null_count == 2
+    assert arrow._image_array([], 0).to_pylist() == []
+    assert arrow._image_array([[None], 1], 2).null_count == 2
     with pytest.raises(TypeError):
-        arrow._image_array(["str"])  # type: ignore[list-item]
+        arrow._image_array([["str"]], 1)  # type: ignore[list-item]
+    with pytest.raises(RuntimeError):
+        arrow._image_array([images], len(images) + 1)  # the rows must add up
+
+
+def _packed_events(corpus_dir: Path) -> list:
+    from binlake.binlog.events import RowsEvent
+
+    return [ev for path in _paths(corpus_dir) for ev in read_events(path, json_images=True)
+            if isinstance(ev, RowsEvent) and type(ev.rows) is arrow._ImageRows]
+
+
+def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
+    events = _packed_events(corpus_dir)
+    assert any(ev.kind == "update" for ev in events) and any(len(ev.rows) > 3 for ev in events)
+    for ev in events:
+        rows = ev.rows
+        sides = 2 if ev.kind == "update" else 1
+        for side in range(sides):
+            images = [r[side] for r in rows] if sides == 2 else list(rows)
+            n = len(images)
+            mid = n // 2
+            parts = [[b'{"x":1}', None], 3, (rows, side, 0, mid), [], (rows, side, mid, n),
+                     (rows, side, n, n), 1]
+            arr = arrow._image_array(parts, n + 6)
+            arr.validate(full=True)
+            want = [b'{"x":1}', None, None, None, None] + images + [None]
+            assert arr.to_pylist() == [None if v is None else v.decode() for v in want]
+            assert rows.nbytes(0, mid) + rows.nbytes(mid, n) == rows.nbytes() or sides == 2
+    with pytest.raises(ValueError):
+        arrow._image_array([(events[0].rows, 0, 0, len(events[0].rows) + 1)], 1)
+    with pytest.raises(ValueError):
+        arrow._image_array([(events[0].rows, 2, 0, 1)], 1)  # no such side
 
 
 def test_empty_builder() -> None:
     b = CdcBatchBuilder()
     assert len(b) == 0 and b.flush().num_rows == 0
+
+
+@pytest.mark.skipif(arrow._runs is None, reason="needs the C extension")
+def test_segment_columns_expand_like_arrows_run_end_decoding() -> None:
+    """The C expansion of per-event fields over their rows (run_column) against Arrow's own
+    run-end decoding: nulls, fills, scaling, non-ASCII text, empty runs."""
+    import pyarrow.compute as pc
+    from array import array
+
+    ends = array("i", [2, 3, 5, 6])
+    run_ends = pa.array(ends, pa.int32())
+
+    def arrow_way(values, typ):
+        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, typ)))
+
+    def c_way(values, typ, kind, scale=1, fill=None):
+        validity, data, *offsets = arrow._runs(values, ends, kind, scale, fill)
+        bufs = [None if validity is None else pa.py_buffer(validity)]
+        bufs += [pa.py_buffer(o) for o in offsets]
+        arr = pa.Array.from_buffers(typ, 6, bufs + [pa.py_buffer(data)])
+        arr.validate(full=True)
+        return arr
+
+    ints = [7, None, -(2 ** 40), 3]
+    assert c_way(ints, pa.int64(), "q").equals(arrow_way(ints, pa.int64()))
+    assert c_way(ints[:2] + [5, 3], pa.int32(), "i").equals(arrow_way(ints[:2] + [5, 3], pa.int32()))
+    assert c_way(ints, pa.int64(), "q", fill=-1).to_pylist() == [7, 7, -1, -(2 ** 40), -(2 ** 40), 3]
+    assert c_way([1, 2, 3, None], pa.int64(), "q", 1_000_000).to_pylist() == \
+        [1_000_000, 1_000_000, 2_000_000, 3_000_000, 3_000_000, None]
+    text = ["insert", None, "tëxt 🚀", ""]
+    assert c_way(text, pa.string(), "s").equals(arrow_way(text, pa.string()))
+    with pytest.raises(OverflowError):
+        arrow._runs([1, 2, 2 ** 40, 4], ends, "i", 1, None)
+    with pytest.raises(OverflowError):
+        arrow._runs([1, 2, 2 ** 62, 4], ends, "q", 1_000_000, None)
+    with pytest.raises(ValueError):
+        arrow._runs([1, 2, 3], ends, "q", 1, None)  # one value per run
+    with pytest.raises(TypeError):
+        arrow._runs([b"x", None, None, None], ends, "s", 1, None)
+    with pytest.raises(ValueError):
+        arrow._runs([1, 2, 3, 4], array("i", [2, 1, 5, 6]), "q", 1, None)  # ends go back
+    assert arrow._runs([], array("i"), "s", 1, None)[1] == b""
+    validity, data, offsets = arrow._runs(["a", "b", "c"], array("i", [1, 1, 2]), "s", 1, None)
+    assert validity is None and data == b"ac"  # an empty run adds no row

@@ -8,7 +8,7 @@ Events that MySQL wraps in a TRANSACTION_PAYLOAD carry the payload's offsets plu
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .constants import EventType
 from .header import EventHeader
@@ -344,14 +344,16 @@ class RowsEvent(Event):
     """WRITE/UPDATE/DELETE rows (v0/v1/v2, MariaDB compressed, MySQL PARTIAL_UPDATE).
 
     `rows` holds tuples over *all* columns of the table, in table order; columns outside the
-    row image hold binlake.values.ABSENT. For updates each item is (before, after).
+    row image hold binlake.values.ABSENT. For updates each item is (before, after). A decoder
+    made with `json_images` gives each image as CDC JSON bytes instead, usually packed in an
+    ImageRows (a read-only sequence of the same items; the Arrow path copies it whole).
     """
 
     kind: str  # insert | update | delete
     table_id: int
     flags: int
     table: "TableMapEvent"
-    rows: list[Any]
+    rows: Sequence[Any]
     extra_data: bytes = b""
     version: int = 2
     filtered: bool = False

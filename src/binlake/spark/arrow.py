@@ -26,7 +26,6 @@ import re
 from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..binlog.columns.rowcodec import _speedups
 from ..binlog.constants import ColumnType as T
@@ -116,9 +115,11 @@ class CdcBatchBuilder:
 
     Records are kept by segment: a rows event (or the part of one in this batch) is one
     segment, whose op, table, position, gtid and time are stored once, not once per row; a
-    single record (`add`) is a segment of one row. Per row only the row number and the two
-    images are kept, in flat lists. `flush` expands the segment columns to rows in Arrow
-    (run-end decoding), so a row costs no Python tuple and no Python-level transpose.
+    single record (`add`) is a segment of one row. Per row only the row number is kept; the
+    images are kept as parts of their column: a run of nulls, a list of images, or a run of
+    an event's packed images (ImageRows), which `flush` copies into the column in one go.
+    `flush` expands the segment columns to rows in Arrow (run-end decoding), so a row costs
+    no Python tuple and no Python-level transpose.
     """
 
     def __init__(self) -> None:
@@ -130,8 +131,9 @@ class CdcBatchBuilder:
         self._segs: list[tuple[Any, ...]] = []
         self._ends = array("i")     # run ends: the number of rows up to each segment's end
         self._row = array("i")      # per row: its row number in its event
-        self._before: list[bytes | None] = []
-        self._after: list[bytes | None] = []
+        # image parts per column: k (k nulls) | [bytes | None, ...] | (ImageRows, side, start, stop)
+        self._before: list[Any] = []
+        self._after: list[Any] = []
         self._n = 0
         self._bytes = 0
 
@@ -159,17 +161,19 @@ class CdcBatchBuilder:
                 after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after).encode()
             self._bytes += len(before or b"") + len(after or b"")
             query = ddl_text = None
+            _push(self._before, before)
+            _push(self._after, after)
         else:  # statement records: truncate, ddl
             before = after = None
             ddl = rec.ddl
             query = rec.statement
             ddl_text = _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
+            _push(self._before, None)
+            _push(self._after, None)
         self._segs.append((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,
                            rec.inner, rec.gtid, rec.timestamp, self._file_index(rec.file),
                            query, ddl_text))
         self._row.append(rec.row)
-        self._before.append(before)
-        self._after.append(after)
         self._n += 1
         self._ends.append(self._n)
 
@@ -190,8 +194,8 @@ class CdcBatchBuilder:
             for rec in recs:
                 self.add(rec)
             return
-        self._before += before
-        self._after += after
+        self._before.append(before)
+        self._after.append(after)
         self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
         file = first.file
         fidx = self._fidx.get(file)
@@ -207,31 +211,47 @@ class CdcBatchBuilder:
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
         rows = ev.rows
-        if start or (stop is not None and stop < len(rows)):
-            rows = rows[start:stop]
-        n = len(rows)
-        if not n:
+        total = len(rows)
+        stop = total if stop is None or stop > total else stop
+        n = stop - start
+        if n <= 0:
             return
         kind = ev.kind
-        # images: JSON bytes from the C writer, else value tuples encoded here
-        if kind == "update":
-            before: Any = list(map(_first, rows))
-            after: Any = list(map(_second, rows))
-            if type(before[0]) is not bytes:
-                before, after = self._encoded(ev, before), self._encoded(ev, after)
-            self._before += before
-            self._after += after
-            self._bytes += sum(map(len, before)) + sum(map(len, after))
-        else:
-            if type(rows[0]) is not bytes:
-                rows = self._encoded(ev, rows)
-            if kind == "insert":
-                self._before += repeat(None, n)
-                self._after += rows
+        if type(rows) is _ImageRows:  # packed JSON images: kept as runs, copied at flush
+            if kind == "update":
+                self._before.append((rows, 0, start, stop))
+                self._after.append((rows, 1, start, stop))
+            elif kind == "insert":
+                self._before.append(n)
+                self._after.append((rows, 0, start, stop))
             else:
-                self._before += rows
-                self._after += repeat(None, n)
-            self._bytes += sum(map(len, rows))
+                self._before.append((rows, 0, start, stop))
+                self._after.append(n)
+            self._bytes += rows.nbytes(start, stop)
+        else:
+            if start or stop < total:
+                rows = rows[start:stop]
+            # images: JSON bytes from the C writer, else value tuples encoded here
+            if kind == "update":
+                before: Any = list(map(_first, rows))
+                after: Any = list(map(_second, rows))
+                if type(before[0]) is not bytes:
+                    before, after = self._encoded(ev, before), self._encoded(ev, after)
+                self._before.append(before)
+                self._after.append(after)
+                self._bytes += sum(map(len, before)) + sum(map(len, after))
+            else:
+                if type(rows[0]) is not bytes:
+                    rows = self._encoded(ev, rows)
+                elif type(rows) is not list:
+                    rows = list(rows)
+                if kind == "insert":
+                    self._before.append(n)
+                    self._after.append(rows)
+                else:
+                    self._before.append(rows)
+                    self._after.append(n)
+                self._bytes += sum(map(len, rows))
         tm, file = ev.table, ev.file
         fidx = self._fidx.get(file)
         if fidx is None:
@@ -253,28 +273,42 @@ class CdcBatchBuilder:
             return pa.RecordBatch.from_pylist([], schema=CDC_SCHEMA)
         (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query,
          ddl) = zip(*self._segs)
-        n, segs, ends = self._n, len(self._segs), self._ends
+        n, ends = self._n, self._ends
         row, before, after = self._row, self._before, self._after
         self._clear()
-        run_ends = _int32_array(ends) if segs < n else None
+        if _runs is not None:
+            def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
+                     fill: int | None = None) -> pa.Array:
+                """A segment column as a row column, its buffers written in C."""
+                validity, data, *offsets = _runs(values, ends, kind, scale, fill)
+                bufs = [None if validity is None else pa.py_buffer(validity)]
+                bufs += [pa.py_buffer(offsets[0])] if offsets else []
+                return pa.Array.from_buffers(typ, n, bufs + [pa.py_buffer(data)])
+        else:  # no C extension: Arrow's run-end decoding
+            import pyarrow.compute as pc
 
-        def rows(values: Any, typ: pa.DataType) -> pa.Array:
-            """A segment column as a row column."""
-            arr = values if isinstance(values, pa.Array) else pa.array(values, typ)
-            if run_ends is None:
-                return arr
-            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, arr))
+            run_ends = _int32_array(ends)
+
+            def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
+                     fill: int | None = None) -> pa.Array:
+                arr = pa.array(values, pa.int64() if scale != 1 else typ)
+                if scale != 1:
+                    arr = pc.multiply(arr, scale).cast(typ)
+                if fill is not None:
+                    arr = pc.fill_null(arr, fill)
+                return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, arr))
 
         i32, i64, s = pa.int32(), pa.int64(), pa.string()
-        pos_a, inner_a, row_a = rows(pos, i64), rows(inner, i32), _int32_array(row)
+        pos_a, inner_a, row_a = rows(pos, i64, "q"), rows(inner, i32, "i"), _int32_array(row)
         seq = pa.StructArray.from_arrays(
-            [rows(fidx, i32), pos_a, pc.fill_null(inner_a, -1), row_a], fields=list(SEQ_TYPE))
-        ts_a = rows(pc.multiply(pa.array(ts, i64), 1_000_000).cast(pa.timestamp("us", tz="UTC")),
-                    None)
+            [rows(fidx, i32, "i"), pos_a, rows(inner, i32, "i", fill=-1), row_a],
+            fields=list(SEQ_TYPE))
         cols = [
-            rows(op, s), rows(schema, s), rows(table, s), rows(file, s), pos_a,
-            rows(end_pos, i64), row_a, inner_a, rows(gtid, s), ts_a, seq,
-            _image_array(before), _image_array(after), rows(query, s), rows(ddl, s),
+            rows(op, s, "s"), rows(schema, s, "s"), rows(table, s, "s"), rows(file, s, "s"),
+            pos_a, rows(end_pos, i64, "q"), row_a, inner_a, rows(gtid, s, "s"),
+            rows(ts, CDC_SCHEMA.field("ts").type, "q", 1_000_000), seq,
+            _image_array(before, n), _image_array(after, n), rows(query, s, "s"),
+            rows(ddl, s, "s"),
         ]
         return pa.RecordBatch.from_arrays(cols, schema=CDC_SCHEMA)
 
@@ -287,32 +321,51 @@ def _int32_array(values: array) -> pa.Array:
     return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
 
 
-def _image_array(images: list[bytes | None]) -> pa.Array:
-    """JSON images (UTF-8 bytes, or None) as one string array, its data written in one go:
-    converting item by item would cost more than writing the images did.
+def _push(parts: list[Any], image: bytes | None) -> None:
+    """One image (or None) onto a column's parts: single records share one list part."""
+    if parts and type(parts[-1]) is list:
+        parts[-1].append(image)
+    else:
+        parts.append([image])
+
+
+def _image_array(parts: list[Any], n: int) -> pa.Array:
+    """A column's image parts (runs of nulls, lists of UTF-8 bytes or None, runs of packed
+    images) as one string array of n rows, its data written in one go: converting item by
+    item would cost more than writing the images did.
 
     The images are UTF-8 by construction (the C writer validates every text it copies and
     encodes the rest from str; the Python encoder's str is encoded strictly), so Arrow checks
     the offsets, not the UTF-8 again."""
-    if _buffers is not None:
-        validity, offsets, data = _buffers(images, pa.allocate_buffer)
+    if _column is not None:
+        rows, validity, offsets, data = _column(parts, pa.allocate_buffer)
         validity = None if validity is None else pa.py_buffer(validity)
-    else:
+    else:  # no C extension: no packed images either
+        images: list[bytes | None] = []
+        for part in parts:
+            if type(part) is int:
+                images += repeat(None, part)
+            else:
+                images += part
+        rows = len(images)
         present = [v is not None for v in images]
-        data = b"".join([v for v in images if v is not None])
-        if len(data) >= 1 << 31:
+        blob = b"".join([v for v in images if v is not None])
+        if len(blob) >= 1 << 31:
             raise ValueError("a CDC batch holds 2 GiB of row images or more: lower its size")
         offs = array("i", [0])
         offs.extend(accumulate([len(v) if v is not None else 0 for v in images]))
-        offsets, data = offs, pa.py_buffer(data)
+        offsets, data = offs, pa.py_buffer(blob)
         validity = None if all(present) else pa.array(present, pa.bool_()).buffers()[1]
-    arr = pa.Array.from_buffers(pa.string(), len(images),
-                                [validity, pa.py_buffer(offsets), data])
+    if rows != n:
+        raise RuntimeError(f"CDC batch of {n} rows got {rows} row images")
+    arr = pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), data])
     arr.validate()
     return arr
 
 
-_buffers = getattr(_speedups, "image_buffers", None)
+_column = getattr(_speedups, "image_column", None)
+_runs = getattr(_speedups, "run_column", None)
+_ImageRows = getattr(_speedups, "ImageRows", None)
 
 
 MAX_BATCH_BYTES = 16 << 20

@@ -186,12 +186,12 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
             return None
         return make_rows_event(header, file, offset, end_pos, None, kind, table_id,
                                flags, table, [], b"", version, True, n)
-    rows: list[Any] = []
+    rows: Any
     try:
-        if json_images:
-            pos = (json_before.json_many(body, pos, end, rows, json_after) if update
-                   else json_before.json_many(body, pos, end, rows))
+        if json_images:  # packed: one buffer per side, read as the list of rows
+            rows, pos = json_before.json_rows(body, pos, end, json_after)
         else:
+            rows = []
             pos = (dec_before.many(body, pos, end, rows, dec_after) if update
                    else dec_before.many(body, pos, end, rows))
     except Exception:

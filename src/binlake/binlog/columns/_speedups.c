@@ -15,7 +15,8 @@
  * The code lives in the speedups/ headers, included below in order as one translation unit:
  * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 when the CPU has it),
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
- * text), row_decoder (the type and its methods) and objects (records and SlotMaker); this
+ * text), row_decoder (the type and its methods), image_rows (an event's JSON images packed, and
+ * Arrow string columns of them) and objects (records and SlotMaker); this
  * file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
@@ -41,6 +42,7 @@
 #include "speedups/float_text.h"
 #include "speedups/json_rows.h"
 #include "speedups/row_decoder.h"
+#include "speedups/image_rows.h"
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
@@ -63,9 +65,14 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
      "set_pow10(table): 126-bit powers of ten for the JSON writer's float text (rowcodec.py)."},
-    {"image_buffers", image_buffers, METH_VARARGS,
-     "image_buffers(images, allocate) -> (validity or None, offsets, data): the buffers of an "
-     "Arrow string array of a list of bytes/None, the data written into allocate(size)."},
+    {"image_column", image_column, METH_VARARGS,
+     "image_column(parts, allocate) -> (rows, validity or None, offsets, data): the buffers of "
+     "an Arrow string column of image parts (k nulls, a list of bytes/None, or (ImageRows, side, "
+     "start, stop)), the data written into allocate(size)."},
+    {"run_column", run_column, METH_VARARGS,
+     "run_column(values, ends, kind, scale, fill) -> (validity or None, data[, offsets]): an "
+     "Arrow column of values repeated over runs ending at `ends` (int32 bytes); kind 'q' "
+     "int64 (times scale), 'i' int32, 's' string; None a null, or fill."},
     {"utf8_decode", utf8_decode, METH_O,
      "utf8_decode(bytes) -> str: the row decoder's UTF-8 decoding (SIMD when the CPU has it)."},
     {"utf8_check", utf8_check, METH_O,
@@ -91,7 +98,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     PyDateTime_IMPORT;
     utf8_simd_init();
     if (PyDateTimeAPI == NULL) return NULL;
-    if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0) return NULL;
+    if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
+        || PyType_Ready(&ImageRowsType) < 0) return NULL;
     static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};
     for (int i = 0; i < 5; i++) {
         g_time_fields[i] = PyUnicode_InternFromString(names[i]);
@@ -105,6 +113,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_INCREF(&RowDecoderType);
     if (PyModule_AddObject(m, "RowDecoder", (PyObject *)&RowDecoderType) < 0) {
         Py_DECREF(&RowDecoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "ImageRows", (PyObject *)&ImageRowsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

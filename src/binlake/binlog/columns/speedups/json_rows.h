@@ -192,30 +192,38 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
     }
 }
 
-/* One row image at *pp -> the JSON object text as bytes; advances *pp. */
-static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                            Py_ssize_t n, Py_ssize_t *pp) {
+/* One row image at *pp appended to `o` as JSON object text; advances *pp. On error `o`
+   may hold part of the image: callers drop it (encode_row resets, json_rows frees). */
+static int write_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                     Py_ssize_t *pp, Buf *o) {
     Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8;
-    NEED(nb);
+    NEEDI(nb);
     const unsigned char *nulls = b + p;
     p += nb;
-    Buf *o = &self->out;
-    o->len = 0;
-    if (putch(o, '{') < 0) return NULL;
+    if (putch(o, '{') < 0) return -1;
     Py_ssize_t k = 0;
     int first = 1;
     for (Py_ssize_t i = 0; i < self->ncols; i++) {
         const ColOp *op = &self->ops[i];
         if (op->op == OP_ABSENT) continue;
-        if (!first && putch(o, ',') < 0) return NULL;
+        if (!first && putch(o, ',') < 0) return -1;
         first = 0;
-        if (put(o, PyBytes_AS_STRING(op->key), PyBytes_GET_SIZE(op->key)) < 0) return NULL;
-        if (nulls[k >> 3] & (1 << (k & 7))) { if (put(o, "null", 4) < 0) return NULL; }
-        else if (encode_value(op, bufobj, b, n, &p, o) < 0) return NULL;
+        if (put(o, PyBytes_AS_STRING(op->key), PyBytes_GET_SIZE(op->key)) < 0) return -1;
+        if (nulls[k >> 3] & (1 << (k & 7))) { if (put(o, "null", 4) < 0) return -1; }
+        else if (encode_value(op, bufobj, b, n, &p, o) < 0) return -1;
         k++;
     }
-    if (putch(o, '}') < 0) return NULL;
+    if (putch(o, '}') < 0) return -1;
     *pp = p;
+    return 0;
+}
+
+/* One row image at *pp -> the JSON object text as bytes; advances *pp. */
+static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                            Py_ssize_t n, Py_ssize_t *pp) {
+    Buf *o = &self->out;
+    o->len = 0;
+    if (write_row(self, bufobj, b, n, pp, o) < 0) return NULL;
     PyObject *img = PyBytes_FromStringAndSize(o->p, o->len);
     if (o->cap > (8 << 20)) {  /* one huge value must not keep its buffer for good */
         PyMem_Free(o->p);

@@ -1,4 +1,4 @@
-/* The RowDecoder type: __call__, many, json_many, count, construction.
+/* The RowDecoder type: __call__, many, json_many, count, construction (json_rows: image_rows.h).
  *
  * Part of _speedups.c: one translation unit, these parts included in order (every
  * function static), so the parts read as modules without a C API between them. */
@@ -164,66 +164,6 @@ fail:
     return NULL;
 }
 
-/* image_buffers(images, allocate) -> (validity or None, offsets, data): the three buffers of
-   an Arrow string array of `images` (a list of bytes, None for a null), for arrow.py.
-   The data goes into allocate(total) (pyarrow.allocate_buffer): Arrow's memory pool reuses
-   its pages, where a fresh bytes.join of a 64 MB batch pays a page fault per 4 KB. One pass
-   to size, one memcpy per image; no Python object per row. The bytes come from the C writer
-   or str.encode(), so they are UTF-8 already. */
-static PyObject *image_buffers(PyObject *mod, PyObject *args) {
-    PyObject *items, *allocate;
-    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &items, &allocate)) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(items), nulls = 0, total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyList_GET_ITEM(items, i);
-        if (v == Py_None) { nulls++; continue; }
-        if (!PyBytes_Check(v)) {
-            PyErr_Format(PyExc_TypeError, "row images must be bytes or None, not %.100s",
-                         Py_TYPE(v)->tp_name);
-            return NULL;
-        }
-        total += PyBytes_GET_SIZE(v);
-        if (total >= ((Py_ssize_t)1 << 31)) {  /* Arrow's string offsets are int32 */
-            PyErr_SetString(PyExc_ValueError,
-                            "a CDC batch holds 2 GiB of row images or more: lower its size");
-            return NULL;
-        }
-    }
-    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
-    PyObject *validity = nulls ? PyBytes_FromStringAndSize(NULL, (n + 7) / 8) : Py_NewRef(Py_None);
-    PyObject *data = offsets && validity ? PyObject_CallFunction(allocate, "n", total) : NULL;
-    Py_buffer view = {0};
-    if (data == NULL || PyObject_GetBuffer(data, &view, PyBUF_WRITABLE) < 0) goto fail;
-    /* allocate() ran Python code: the list is checked again, not trusted */
-    if (view.len < total || PyList_GET_SIZE(items) != n) goto changed;
-    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
-    unsigned char *bits = nulls ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
-    if (bits) memset(bits, 0, (n + 7) / 8);
-    char *d = view.buf;
-    Py_ssize_t at = 0;
-    off[0] = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyList_GET_ITEM(items, i);
-        if (v != Py_None) {
-            if (!PyBytes_Check(v) || at + PyBytes_GET_SIZE(v) > total) goto changed;
-            memcpy(d + at, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
-            at += PyBytes_GET_SIZE(v);
-            if (bits) bits[i >> 3] |= (unsigned char)(1 << (i & 7));
-        }
-        off[i + 1] = (int32_t)at;
-    }
-    PyBuffer_Release(&view);
-    return Py_BuildValue("(NNN)", validity, offsets, data);
-changed:
-    PyErr_SetString(PyExc_RuntimeError, "row images changed while their buffers were built");
-fail:
-    if (view.obj) PyBuffer_Release(&view);
-    Py_XDECREF(offsets);
-    Py_XDECREF(validity);
-    Py_XDECREF(data);
-    return NULL;
-}
-
 static void free_op(ColOp *op) {
     Py_XDECREF(op->obj);
     Py_XDECREF(op->fmt);
@@ -333,6 +273,8 @@ fail:
     return -1;
 }
 
+static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args);  /* image_rows.h */
+
 static PyMethodDef RowDecoder_methods[] = {
     {"many", (PyCFunction)RowDecoder_many, METH_VARARGS,
      "many(buf, pos, end, out[, after]) -> pos: append each row image in [pos, end) to out "
@@ -341,6 +283,8 @@ static PyMethodDef RowDecoder_methods[] = {
      "json(buf, pos) -> (image as JSON bytes, pos) (decoders built with formatters only)."},
     {"json_many", (PyCFunction)RowDecoder_json_many, METH_VARARGS,
      "json_many(buf, pos, end, out[, after]) -> pos: like many(), images as JSON bytes."},
+    {"json_rows", (PyCFunction)RowDecoder_json_rows, METH_VARARGS,
+     "json_rows(buf, pos, end[, after]) -> (ImageRows, pos): the images as JSON, packed."},
     {"count", (PyCFunction)RowDecoder_count, METH_VARARGS,
      "count(buf, pos, end[, after]) -> (rows, pos): row images walked, not decoded."},
     {NULL, NULL, 0, NULL}
