@@ -6,6 +6,8 @@ caching_sha2_password:  SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) + nonce); the s
     auth", answered 0x01 0x03). Without a cache entry it answers 0x01 0x04 and needs the password
     itself: in clear (password + NUL) over TLS, or RSA-OAEP encrypted (password + NUL XOR nonce)
     with the server's public key, which a client may ask for by sending 0x02.
+client_ed25519 (MariaDB):  an Ed25519 signature of the server's 32-byte nonce, made with a key
+    derived from the password (ed25519.py); the server checks it with the stored public key.
 
 Nothing here keeps a password in a repr, error or log line.
 """
@@ -27,6 +29,7 @@ NATIVE_PASSWORD = "mysql_native_password"
 CACHING_SHA2_PASSWORD = "caching_sha2_password"
 SHA256_PASSWORD = "sha256_password"
 CLEAR_PASSWORD = "mysql_clear_password"
+ED25519 = "client_ed25519"
 
 #: first byte of a server's "more auth data" packet
 AUTH_MORE_DATA = 0x01
@@ -216,7 +219,8 @@ def auth_more_data(data: bytes) -> bytes:
 # -- client side -----------------------------------------------------------------------------
 
 
-SUPPORTED_CLIENT_PLUGINS = (NATIVE_PASSWORD, CACHING_SHA2_PASSWORD, SHA256_PASSWORD, CLEAR_PASSWORD)
+SUPPORTED_CLIENT_PLUGINS = (NATIVE_PASSWORD, CACHING_SHA2_PASSWORD, SHA256_PASSWORD, CLEAR_PASSWORD,
+                            ED25519)
 
 
 @dataclass(repr=False)
@@ -249,6 +253,13 @@ class ClientAuth:
             return scramble_native(self.password, self.nonce)
         if p == CACHING_SHA2_PASSWORD:
             return scramble_caching_sha2(self.password, self.nonce)
+        if p == ED25519:
+            from . import ed25519
+
+            if len(self.nonce) != ed25519.NONCE_LENGTH:
+                raise ProtocolError(f"client_ed25519 nonce of {len(self.nonce)} bytes, expected "
+                                    f"{ed25519.NONCE_LENGTH}")
+            return ed25519.sign(self.password, self.nonce)
         if p == SHA256_PASSWORD:
             if not _as_bytes(self.password):
                 return b"\x00"
@@ -260,7 +271,8 @@ class ClientAuth:
                                 hint="connect with ssl_mode REQUIRED or stronger")
             return _as_bytes(self.password) + b"\x00"
         raise AuthError(f"authentication plugin {p!r} is not supported by binlake",
-                        hint="use mysql_native_password or caching_sha2_password for this account")
+                        hint="use mysql_native_password, caching_sha2_password or ed25519 for "
+                             "this account")
 
     def _full_password(self, request_byte: int) -> bytes:
         """The cleartext (TLS) or RSA-encrypted password, or a public key request."""

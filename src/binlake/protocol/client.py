@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from .. import __version__
 from ..errors import BinlakeError, ProtocolError
 from . import results
-from .auth import AUTH_MORE_DATA, AUTH_SWITCH, AuthError, AuthSwitchRequest, ClientAuth, NATIVE_PASSWORD
+from .auth import (AUTH_MORE_DATA, AUTH_SWITCH, ED25519, AuthError, AuthSwitchRequest, ClientAuth,
+                   NATIVE_PASSWORD)
 from .capabilities import DEFAULT_CLIENT_CAPABILITIES, UTF8MB4_GENERAL_CI, Capability, Command
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
 from .packets import DEFAULT_BUFFER_SIZE, PacketEndpoint, PacketStream, frame
@@ -322,7 +323,9 @@ class ClientConnection(PacketEndpoint):
                 self.state = ClientState.CLOSED
                 raise TLSUnavailable("TLS is required but the server does not offer it")
         self.capabilities = caps
-        plugin = hs.auth_plugin_name if ClientAuth.supports(hs.auth_plugin_name) else NATIVE_PASSWORD
+        plugin = hs.auth_plugin_name
+        if not ClientAuth.supports(plugin) or plugin == ED25519:
+            plugin = NATIVE_PASSWORD  # the greeting's nonce is 20 bytes: ed25519 comes by a switch
         self.auth_plugin = plugin
         if use_tls:
             self._send(SSLRequest(caps, self.max_packet_size, self.character_set).build())
@@ -373,9 +376,12 @@ class ClientConnection(PacketEndpoint):
                 self.state = ClientState.CLOSED
                 raise AuthError(f"the server asks for authentication plugin {req.plugin_name!r}, "
                                 "which binlake does not support",
-                                hint="use mysql_native_password or caching_sha2_password for this account")
+                                hint="use mysql_native_password, caching_sha2_password or ed25519 "
+                                     "for this account")
             self.auth_plugin = req.plugin_name
-            self._auth = self._new_auth(req.plugin_name, req.nonce)
+            # ed25519's nonce is 32 random bytes (no NUL terminator to strip: it may end in 0)
+            nonce = req.plugin_data[:32] if req.plugin_name == ED25519 else req.nonce
+            self._auth = self._new_auth(req.plugin_name, nonce)
             self._send(self._auth.initial_response())
             return None
         if first == AUTH_MORE_DATA:
