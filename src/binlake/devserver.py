@@ -92,8 +92,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+class _BinlogStatus:
+    """What tests and demos ask a server about its binlog (both kinds of server have `sql`)."""
+
+    def sql(self, *statements: str, database: str | None = "binlake_test") -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def binlog_end(self) -> tuple[str, int]:
+        """(file, offset) where the next event will be written (SHOW MASTER STATUS)."""
+        file, pos = self.sql("SHOW MASTER STATUS", database=None)[0][:2]
+        return str(file), int(pos)
+
+    def binlog_end_gtid(self) -> tuple[str, int, str]:
+        """binlog_end() and the MariaDB GTID position there (BINLOG_GTID_POS)."""
+        file, pos = self.binlog_end()
+        (gtid,), = self.sql(f"SELECT BINLOG_GTID_POS('{file}', {pos})", database=None)
+        return file, pos, str(gtid or "")
+
+
 @dataclass(eq=False)  # identity equality: servers are kept in a WeakSet for cleanup at exit
-class DevServer:
+class DevServer(_BinlogStatus):
     """One local mariadbd whose datadir, socket, logs and binlogs live under ``base_dir``."""
 
     base_dir: Path
@@ -435,7 +453,7 @@ class DevServer:
         _running.discard(self)
 
 
-class ExternalServer:
+class ExternalServer(_BinlogStatus):
     """A server someone else runs (``BINLAKE_TEST_URL``), with DevServer's client surface.
 
     start and stop do not touch the server: start checks it is reachable and has the binlog on,

@@ -58,7 +58,7 @@ def test_the_server_stores_the_public_key_we_derive(ed_account) -> None:
 def test_an_ed25519_account_streams_the_binlog(ed_account) -> None:
     ed_account.sql("CREATE TABLE IF NOT EXISTS ed_rows (id INT PRIMARY KEY, s TEXT)",
                    "DELETE FROM ed_rows")
-    file, pos = ed_account.sql("SHOW MASTER STATUS", database=None)[0][:2]
+    file, pos = ed_account.binlog_end()
     ed_account.sql("INSERT INTO ed_rows VALUES (1, 'signed'), (2, 'in')")
     url = ServerURL("127.0.0.1", ed_account.port, USER, PASSWORD, {"ssl_mode": "DISABLED"})
     bs = BinlogStream(url, StreamOptions(start=Position(file, int(pos)), until_end=True))

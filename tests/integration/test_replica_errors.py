@@ -19,9 +19,7 @@ def stream_cli(*args: str) -> tuple[int, str]:
 
 
 def master_status(server) -> tuple[str, int, str]:
-    (row,) = server.sql("SHOW MASTER STATUS", database=None)
-    (gtid,), = server.sql(f"SELECT BINLOG_GTID_POS('{row[0]}', {row[1]})", database=None)
-    return row[0], int(row[1]), gtid
+    return server.binlog_end_gtid()
 
 
 @pytest.fixture

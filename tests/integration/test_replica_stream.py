@@ -27,9 +27,7 @@ SCHEMA = "binlake_test"
 
 
 def master_status(server) -> tuple[str, int, str]:
-    (row,) = server.sql("SHOW MASTER STATUS", database=None)
-    (gtid,), = server.sql(f"SELECT BINLOG_GTID_POS('{row[0]}', {row[1]})", database=None)
-    return row[0], int(row[1]), gtid
+    return server.binlog_end_gtid()
 
 
 def decoded(server, table: str, start: tuple[str, int], end: tuple[str, int]) -> list[dict]:

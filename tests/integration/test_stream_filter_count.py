@@ -9,8 +9,7 @@ from binlake.replica.url import ServerURL
 
 
 def _status(server) -> tuple[str, int]:
-    row = server.sql("SHOW MASTER STATUS", database=None)[0]
-    return row[0], int(row[1])
+    return server.binlog_end()
 
 
 def _collect(url: ServerURL, start: Position, tables=None, limit: int | None = None):

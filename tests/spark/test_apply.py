@@ -91,8 +91,8 @@ class Workload:
 
 
 def _position(mariadb: Any) -> tuple[int, int]:
-    file, pos = mariadb.sql("SHOW MASTER STATUS")[0][:2]
-    return int(str(file).rsplit(".", 1)[1]), int(pos)
+    file, pos = mariadb.binlog_end()
+    return int(file.rsplit(".", 1)[1]), pos
 
 
 def _snapshot(mariadb: Any) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, list[str]]]:

@@ -23,8 +23,8 @@ DB = "binlake_test"
 
 
 def _position(mariadb: Any) -> tuple[int, int]:
-    file, pos = mariadb.sql("SHOW MASTER STATUS")[0][:2]
-    return int(str(file).rsplit(".", 1)[1]), int(pos)
+    file, pos = mariadb.binlog_end()
+    return int(file.rsplit(".", 1)[1]), pos
 
 
 def _batch(spark: Any, mariadb: Any, tables: str, lo: tuple[int, int],

@@ -35,8 +35,7 @@ CHUNKS = 6
 # -- helpers -----------------------------------------------------------------------------------
 
 def end_of_binlog(server: Any) -> tuple[str, int]:
-    f, p = server.sql("SHOW MASTER STATUS")[0][:2]
-    return str(f), int(p)
+    return server.binlog_end()
 
 
 def table_state(url: str, table: str, key: tuple[str, ...] | None = None

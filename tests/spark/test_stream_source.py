@@ -43,8 +43,7 @@ def server(mariadb_factory: Callable[..., Any]) -> Any:
 
 
 def end_of(server: Any) -> tuple[str, int]:
-    f, p = server.sql("SHOW MASTER STATUS", database=None)[0][:2]
-    return str(f), int(p)
+    return server.binlog_end()
 
 
 def key(file: str, pos: int) -> Key:
