@@ -249,7 +249,7 @@ def _json_document(text: str) -> Any:
     return json_value(json.loads(text))
 
 
-def _formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
+def formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
     t = c.type
     if c.is_json:
         return _json_document  # MariaDB JSON: stored text in Python, a JSON value in output
@@ -272,7 +272,7 @@ def _formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
 def _formatters(tm: TableMapEvent) -> dict[str, Callable[[Any], Any]]:
     cached = tm.row_decoders.get("json-formatters")
     if cached is None:
-        cached = {name: _formatter_for(c) for name, c in zip(tm.column_names, tm.columns)}
+        cached = {name: formatter_for(c) for name, c in zip(tm.column_names, tm.columns)}
         tm.row_decoders["json-formatters"] = cached
     return cached
 

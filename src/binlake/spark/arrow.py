@@ -21,17 +21,15 @@ from array import array
 import datetime as dt
 from itertools import accumulate, repeat
 from operator import itemgetter
-import json
 import re
 from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from ..binlog.columns.rowcodec import _speedups
-from ..binlog.constants import ColumnType as T
 from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
-from ..cdcjson import _datetime_text, _dumps, _json_text, _str, _value_expr  # noqa: F401 (re-exported)
+from ..cdcjson import dumps, json_string, value_expr
 from ..changes import ChangeRecord, ChangeTracker
 from ..values import ABSENT
 
@@ -91,15 +89,15 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
     cached = tm.row_decoders.get("spark-json")
     if cached is not None:
         return cached
-    ns: dict[str, Any] = {"ABSENT": ABSENT, "_str": _str, "_date": dt.date, "_dict": dict}
+    ns: dict[str, Any] = {"ABSENT": ABSENT, "json_string": json_string, "_date": dt.date, "_dict": dict}
     lines = ["def encode(img):", "    if type(img) is _dict:", "        img = tuple(img.values())",
              f"    if len(img) != {len(tm.columns)}:",
              f"        raise ValueError('image of ' + str(len(img)) + ' values for "
              f"{len(tm.columns)} columns')",
              "    parts = []", "    add = parts.append"]
     for i, (name, c) in enumerate(zip(tm.column_names, tm.columns)):
-        ns[f"k{i}"] = _str(name) + ":"
-        expr = _value_expr(c, f"c{i}", ns)
+        ns[f"k{i}"] = json_string(name) + ":"
+        expr = value_expr(c, f"c{i}", ns)
         lines += [f"    v = img[{i}]",
                   "    if v is None:", f"        add(k{i} + 'null')",
                   "    elif v is not ABSENT:", f"        add(k{i} + ({expr}))"]
@@ -167,7 +165,7 @@ class CdcBatchBuilder:
             before = after = None
             ddl = rec.ddl
             query = rec.statement
-            ddl_text = _dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
+            ddl_text = dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
             _push(self._before, None)
             _push(self._after, None)
         self._segs.append((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,

@@ -93,11 +93,9 @@ from ..errors import BinlakeError
 from ..replica.position import Position
 from ..replica.url import ServerURL
 from ..values import ABSENT, Geometry
-# _dumps/_json_text/_str: the binlog path's own JSON encoders, so both paths write the same
-# bytes for the same value.
-from .arrow import (
-    CDC_DDL, CDC_SCHEMA, SEQ_TYPE, _dumps, _json_text, _str, file_index, image_encoder,
-)
+# The binlog path's own JSON encoders, so both paths write the same bytes for the same value.
+from ..cdcjson import dumps, json_string, json_text
+from .arrow import CDC_DDL, CDC_SCHEMA, SEQ_TYPE, file_index, image_encoder
 from .typing import (
     BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, ColumnSpec, TableSpec,
 )
@@ -353,8 +351,8 @@ def _temporal(utc: bool) -> Callable[[str], str]:
         try:  # what the decoder can hold becomes ISO; zero dates keep MySQL's text
             dt.date(int(s[0:4]), int(s[5:7]), int(s[8:10]))
         except ValueError:
-            return _str(s)
-        return _str(s.replace(" ", "T", 1) + zone)
+            return json_string(s)
+        return json_string(s.replace(" ", "T", 1) + zone)
     return text
 
 
@@ -373,21 +371,21 @@ def _fragment_fn(col: ColumnSpec, mariadb: bool = False) -> Callable[[Any], str]
     if t == "decimal":
         return lambda s: '"' + format(Decimal(s), "f") + '"'
     if t == "date":
-        return lambda s: _str(s)
+        return lambda s: json_string(s)
     if t in ("datetime", "timestamp"):
         return _temporal(t == "timestamp")
     if t == "time":
-        return _str
+        return json_string
     if t == "json":
         if mariadb:
-            return _str  # stored text, exactly as the binlog carries it
-        return lambda s: _str(_json_text(json.loads(s)))
+            return json_string  # stored text, exactly as the binlog carries it
+        return lambda s: json_string(json_text(json.loads(s)))
     if t in BINARY_TYPES:
         return lambda b: '"' + base64.b64encode(b).decode("ascii") + '"'
     if t in GEOMETRY_TYPES:
-        return lambda b: _dumps(json_value(Geometry.from_storage(b)))
+        return lambda b: dumps(json_value(Geometry.from_storage(b)))
     if t in TEXT_TYPES:
-        return _str
+        return json_string
     raise SnapshotError(f"column {col.name}: type {t} is not supported by the snapshot")
 
 
@@ -412,7 +410,7 @@ class RowFormatter:
         cols = t.spec.columns
         self.names = [c.name for c in cols]
         self.select_list = ", ".join(_select_expr(c) for c in cols)
-        self._prefix = [_str(c.name) + ":" for c in cols]
+        self._prefix = [json_string(c.name) + ":" for c in cols]
         self._fns = [_fragment_fn(c, t.mariadb) for c in cols]
         self._key_idx = [self.names.index(k) for k in t.key]
 
@@ -857,7 +855,7 @@ def chunk_batches(res: ChunkResult, batch_size: int = 10000) -> Iterator[pa.Reco
 
 def _key_image(t: SnapshotTable, bound: Sequence[Any]) -> str:
     vals = _bound_json(t, bound)
-    return "{" + ",".join(_str(k) + ":" + _dumps(v) for k, v in zip(t.key, vals)) + "}"
+    return "{" + ",".join(json_string(k) + ":" + dumps(v) for k, v in zip(t.key, vals)) + "}"
 
 
 def _batch(t: SnapshotTable, fidx: int, file: str, pos: int, ts: int, chunk: int,

@@ -306,14 +306,14 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
     key = ("json", _signature(columns), tuple(names), tuple(present))
     fn = _CACHE.get(key)
     if fn is None:
-        from ...cdcjson import _str, value_text_function
+        from ...cdcjson import json_string, value_text_function
 
         ops = []
         for c, name, op in zip(columns, names, _c_ops(columns, present, frozenset())):
             labels = op[4] if op[0] in (OP_ENUM, OP_SET) else None
-            jlabels = (tuple(_str(x)[1:-1].encode() for x in labels)
+            jlabels = (tuple(json_string(x)[1:-1].encode() for x in labels)
                        if labels is not None else None)
-            ops.append((*op, value_text_function(c), (_str(name) + ":").encode(), jlabels))
+            ops.append((*op, value_text_function(c), (json_string(name) + ":").encode(), jlabels))
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         fn = _CACHE[key] = _speedups.RowDecoder(ops)
