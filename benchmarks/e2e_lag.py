@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     from binlake.devserver import DevServer
     from binlake.spark.session import build_session
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             now = time.time()
             try:
                 ids = DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
-            except Exception:  # noqa: BLE001 - the table is created by the first batch
+            except TableNotFoundError:  # the table is created by the first batch
                 return
             for i in ids:
                 if i not in visible:
