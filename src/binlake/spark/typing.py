@@ -35,7 +35,12 @@ TEMPORAL_TYPES = ("date", "datetime", "timestamp")
 
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
-    """One column: MySQL type name (lower case, as information_schema.DATA_TYPE) + details."""
+    """One column: MySQL type name (lower case, as information_schema.DATA_TYPE) + details.
+
+    Only what decides the Spark type and the typing of image values: a projection that is
+    built alike from a schema history `schema.model.Column`, a TABLE_MAP column (no history)
+    and information_schema (snapshots), so the apply step types rows the same whichever
+    source described the table."""
 
     name: str
     type: str
