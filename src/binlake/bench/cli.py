@@ -382,9 +382,14 @@ def _masked(cmd: list[str], password: str) -> str:
 @click.option("--annotate", is_flag=True,
               help="Local server only: keep binlog_annotate_row_events ON (statement text in "
                    "the binlog); off by default so MB/s measures row data.")
+@click.option("--e2e-seconds", type=float, default=0, show_default=True,
+              help="Also measure commit -> visible in Delta (binlake sync, local Spark) while "
+                   "writing this long; 0 skips it.")
+@click.option("--e2e-rate", type=float, default=200, show_default=True,
+              help="Commits per second during the end-to-end measurement.")
 def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed: int, tools: str,
           per_table: bool, workdir: str | None, keep: bool, timeout: float,
-          profile_dir: str | None, annotate: bool) -> None:
+          profile_dir: str | None, annotate: bool, e2e_seconds: float, e2e_rate: float) -> None:
     """Benchmark binlake against python-mysql-replication and mariadb-binlog on one workload.
 
     \b
@@ -392,6 +397,7 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
       binlake bench                                  # 100k row changes, 3 interleaved repeats
       binlake bench --scale 1000000 --json bench.json
       binlake bench --scale 20000 --repeat 1 --no-per-table --profile prof/
+      binlake bench --e2e-seconds 60                 # plus commit -> Delta lag, p50/p99
     """
     if repeat < 1 or scale < 1:
         raise click.BadParameter("--scale and --repeat must be at least 1")
@@ -417,6 +423,17 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
                "during the run")
     if doc["profile"]:
         click.echo("\n" + format_profile(doc["profile"]))
+    if e2e_seconds > 0:
+        from .e2e import E2EError, measure_e2e_lag
+
+        try:
+            e2e = measure_e2e_lag(e2e_rate, e2e_seconds, echo=lambda s: click.echo(s, err=True))
+        except E2EError as exc:
+            raise click.ClickException(f"end to end: {exc}") from None
+        doc["e2e"] = e2e
+        click.echo(f"\nend to end (commit -> visible in Delta, binlake sync, {e2e['trigger_s']:g} s "
+                   f"trigger): {e2e['rows']:,} commits at {e2e['rate']:g}/s: p50 {e2e['p50_s']} s, "
+                   f"p90 {e2e['p90_s']} s, p99 {e2e['p99_s']} s, max {e2e['max_s']} s")
     if json_path:
         Path(json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
         click.echo(f"wrote {json_path}")
