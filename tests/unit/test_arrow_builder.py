@@ -170,3 +170,25 @@ def test_segment_columns_expand_like_arrows_run_end_decoding() -> None:
     assert arrow._runs([], array("i"), "s", 1, None)[1] == b""
     validity, data, offsets = arrow._runs(["a", "b", "c"], array("i", [1, 1, 2]), "s", 1, None)
     assert validity is None and data == b"ac"  # an empty run adds no row
+
+
+def test_adding_never_changes_an_events_rows(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows events whose images are plain lists (the general decoding path) are kept by the
+    builder as parts; a single record added next must not be appended to the event's list."""
+    from binlake.binlog.codecs import rows as rows_codec
+    from binlake.binlog.events import RowsEvent
+    from binlake.changes import ChangeTracker
+
+    monkeypatch.setattr(rows_codec, "fast_rows", lambda *a, **k: None)
+    path = _paths(corpus_dir)[0]
+    events = [ev for ev in read_events(path, json_images=True)
+              if isinstance(ev, RowsEvent) and ev.kind != "update"]
+    assert events and all(type(ev.rows) is list for ev in events)
+    snapshot = [list(ev.rows) for ev in events]
+    rec = ChangeTracker().records(events[0])[0]
+    b = CdcBatchBuilder()
+    for ev in events:
+        b.add_rows(ev, None)
+        b.add(rec)
+    assert [ev.rows for ev in events] == snapshot
+    assert b.flush().num_rows == sum(map(len, snapshot)) + len(events)

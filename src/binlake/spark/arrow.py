@@ -241,8 +241,8 @@ class CdcBatchBuilder:
             else:
                 if type(rows[0]) is not bytes:
                     rows = self._encoded(ev, rows)
-                elif type(rows) is not list:
-                    rows = list(rows)
+                elif rows is ev.rows or type(rows) is not list:
+                    rows = list(rows)  # our own list: single records are pushed onto it
                 if kind == "insert":
                     self._before.append(n)
                     self._after.append(rows)
