@@ -18,14 +18,11 @@ def stream_cli(*args: str) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
-def master_status(server) -> tuple[str, int, str]:
-    return server.binlog_end_gtid()
-
 
 @pytest.fixture
 def old_checkpoint(mariadb, tmp_path: Path) -> Path:
     """A valid checkpoint at the server's current end, written by an earlier run."""
-    f, p, g = master_status(mariadb)
+    f, p, g = mariadb.binlog_end_gtid()
     path = tmp_path / "ckpt.json"
     path.write_text(json.dumps({"version": 1, "position": {"file": f, "pos": p, "gtid_state": g},
                                 "extra": {}}))
@@ -78,7 +75,7 @@ def test_gtid_the_primary_does_not_have(mariadb, tmp_path: Path, gtid: str, word
 
 
 def test_position_beyond_the_end_of_a_file(mariadb, tmp_path: Path) -> None:
-    f, p, _ = master_status(mariadb)
+    f, p, _ = mariadb.binlog_end_gtid()
     ckpt = tmp_path / "ckpt.json"
     code, text = stream_cli(mariadb.url, "--start", f"{f}:{p + 1_000_000}", "--until-end",
                             "--checkpoint", str(ckpt))

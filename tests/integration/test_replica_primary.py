@@ -73,9 +73,6 @@ def own(mariadb_factory, tls):
     return mariadb_factory(extra_options={"ssl-ca": tls["ca"], "ssl-cert": tls["cert"], "ssl-key": tls["key"]})
 
 
-def master_status(server) -> tuple[str, int, str]:
-    return server.binlog_end_gtid()
-
 
 def status(server, name: str) -> int:
     ((_, value),) = server.sql(f"SHOW GLOBAL STATUS LIKE '{name}'", database=None)
@@ -91,7 +88,7 @@ def stream_cli(*args: str) -> tuple[int, str]:
 
 def test_tls_verify_ca(own, tls, tmp_path: Path) -> None:
     own.sql("DROP TABLE IF EXISTS rp_tls", "CREATE TABLE rp_tls (id INT PRIMARY KEY, s VARCHAR(10))")
-    f, p, _ = master_status(own)
+    f, p, _ = own.binlog_end_gtid()
     own.sql("INSERT INTO rp_tls VALUES (1, 'secret'), (2, 'data')")
     url = f"{own.url}/?ssl_mode=VERIFY_CA&ssl_ca={quote(tls['ca'])}"
     out = tmp_path / "out.jsonl"
@@ -230,7 +227,7 @@ def test_semi_sync_ack_waits_for_on_commit(own, semi_sync) -> None:
 def test_primary_restart_while_streaming(own, mode: str) -> None:
     table = f"rp_restart_{mode}"
     own.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY)")
-    f, p, g = master_status(own)
+    f, p, g = own.binlog_end_gtid()
     start = Position(gtid_state=g) if mode == "gtid" else Position(f, p)
     started = threading.Event()
     bs = BinlogStream(ServerURL.parse(own.url), StreamOptions(
@@ -278,11 +275,11 @@ def test_primary_restart_while_streaming(own, mode: str) -> None:
 def test_purged_binlog_and_purged_gtid_are_clear_errors(own, tmp_path: Path) -> None:
     own.sql("DROP TABLE IF EXISTS rp_purge", "CREATE TABLE rp_purge (id INT PRIMARY KEY)")
     own.sql("FLUSH BINARY LOGS", database=None)
-    old_file, old_pos, old_gtid = master_status(own)
+    old_file, old_pos, old_gtid = own.binlog_end_gtid()
     own.sql("INSERT INTO rp_purge VALUES (1)", "INSERT INTO rp_purge VALUES (2)")
     own.sql("FLUSH BINARY LOGS", database=None)
     own.sql("INSERT INTO rp_purge VALUES (3)")
-    keep = master_status(own)[0]
+    keep = own.binlog_end_gtid()[0]
 
     def purged() -> bool:
         # The primary keeps a binlog that a dump thread still reads (an earlier test's, until

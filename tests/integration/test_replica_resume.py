@@ -26,9 +26,6 @@ from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less 
 SCHEMA = "binlake_test"
 
 
-def master_status(server) -> tuple[str, int]:
-    return server.binlog_end()
-
 
 def decoded_lines(server, table: str, start: tuple[str, int], end: tuple[str, int]) -> list[str]:
     files = sorted(str(p) for p in Path(server.binlog_dir).glob("mariadb-bin.[0-9]*"))
@@ -50,7 +47,7 @@ def workload(server, table: str, big_rows: int, seed: int) -> dict:
                f"CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(100), n INT)")
     conn = server.connect()
     cur = conn.cursor()
-    start = master_status(server)
+    start = server.binlog_end()
     next_id = [1]
 
     def small(count: int) -> None:
@@ -67,7 +64,7 @@ def workload(server, table: str, big_rows: int, seed: int) -> dict:
             cur.execute("COMMIT")
 
     small(60)
-    big_start = master_status(server)
+    big_start = server.binlog_end()
     cur.execute("BEGIN")
     chunk = 1000
     for lo in range(0, big_rows, chunk):
@@ -76,9 +73,9 @@ def workload(server, table: str, big_rows: int, seed: int) -> dict:
     cur.execute(f"UPDATE {table} SET n = -n WHERE id >= %s AND id MOD 3 = 0", (next_id[0],))
     cur.execute("COMMIT")
     next_id[0] += big_rows
-    big_end = master_status(server)
+    big_end = server.binlog_end()
     small(30)
-    end = master_status(server)
+    end = server.binlog_end()
     conn.close()
     return {"start": start, "big": (big_start, big_end), "end": end}
 

@@ -26,9 +26,6 @@ from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less 
 SCHEMA = "binlake_test"
 
 
-def master_status(server) -> tuple[str, int, str]:
-    return server.binlog_end_gtid()
-
 
 def decoded(server, table: str, start: tuple[str, int], end: tuple[str, int]) -> list[dict]:
     """`binlake decode` of every binlog file, the rows of `table` between two positions."""
@@ -122,7 +119,7 @@ def _writer(server, table: str, txs: int, expected: list[tuple], done: dict, see
         model = shadow
         expected.extend((t, *c) for c in changes)
         done["txs"] = done.get("txs", 0) + 1
-    done["end"] = master_status(server)
+    done["end"] = server.binlog_end_gtid()
     # One more (filtered-out) commit, so the stream sees a boundary at or past the end even
     # if it had already passed the writer's last commit when "end" was taken.
     cur.execute("CREATE TABLE IF NOT EXISTS rs_sentinel (id INT PRIMARY KEY AUTO_INCREMENT)")
@@ -155,7 +152,7 @@ def test_concurrent_writer_every_change_once_in_commit_order(mariadb) -> None:
 
     def write() -> None:
         assert started.wait(10)
-        start["at"] = master_status(mariadb)
+        start["at"] = mariadb.binlog_end_gtid()
         _writer(mariadb, table, 80, expected, done, seed=20240601)
 
     writer = threading.Thread(target=write)
@@ -203,10 +200,10 @@ def test_file_and_gtid_starts_and_until_end(mariadb, tmp_path: Path) -> None:
     mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
     marks = []
     for i in range(6):
-        marks.append(master_status(mariadb))
+        marks.append(mariadb.binlog_end_gtid())
         mariadb.sql("BEGIN", f"INSERT INTO {table} VALUES ({2 * i}, {i}), ({2 * i + 1}, {i})",
                     f"UPDATE {table} SET v = v + 100 WHERE id = {2 * i}", "COMMIT")
-    end = master_status(mariadb)
+    end = mariadb.binlog_end_gtid()
     file, pos, gtid = marks[2]
     ref = decoded(mariadb, table, (file, pos), end[:2])
     assert len(ref) == 4 * 3
@@ -232,9 +229,9 @@ def test_gtid_start_tracks_gtid_state_and_file_start_tracks_files(mariadb) -> No
     """A GTID start keeps resuming by GTID; a file start by file:pos (no guessed GTIDs)."""
     table = "rs_modes"
     mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY)")
-    f, p, g = master_status(mariadb)
+    f, p, g = mariadb.binlog_end_gtid()
     mariadb.sql(f"INSERT INTO {table} VALUES (1)", f"INSERT INTO {table} VALUES (2)")
-    end = master_status(mariadb)
+    end = mariadb.binlog_end_gtid()
     for start, mode in ((Position(gtid_state=g), "mariadb-gtid"), (Position(f, p), "file")):
         bs = BinlogStream(url_of(mariadb), StreamOptions(start=start, until_end=True, heartbeat=0.5,
                                                          tables=lambda s, t: t == table))
@@ -328,7 +325,7 @@ def test_statement_records_and_resume_between_them(mariadb) -> None:
     table = "rs_stmt"
     mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)",
                 "DROP TABLE IF EXISTS rs_stmt_other", "CREATE TABLE rs_stmt_other (id INT PRIMARY KEY)")
-    f, p, _ = master_status(mariadb)
+    f, p, _ = mariadb.binlog_end_gtid()
     mariadb.sql(f"INSERT INTO {table} VALUES (1, 1), (2, 2)",
                 "SET SESSION binlog_format = 'STATEMENT'",
                 "BEGIN", f"INSERT INTO {table} VALUES (3, 3)", "INSERT INTO rs_stmt_other VALUES (1)",
@@ -336,7 +333,7 @@ def test_statement_records_and_resume_between_them(mariadb) -> None:
                 "SET SESSION binlog_format = 'ROW'",
                 "TRUNCATE TABLE rs_stmt_other", f"TRUNCATE TABLE {table}",
                 f"INSERT INTO {table} VALUES (4, 4)")
-    end = master_status(mariadb)
+    end = mariadb.binlog_end_gtid()
     ref = decoded(mariadb, table, (f, p), end[:2])
     assert [r["op"] for r in ref] == ["insert", "insert", "statement", "statement", "truncate", "insert"]
 
@@ -380,7 +377,7 @@ def test_quiet_primary_lets_the_checkpoint_catch_up(mariadb, tmp_path: Path) -> 
         for i in range(60):  # a burst: many commits within the 0.2 s throttle
             conn.cursor().execute(f"INSERT INTO {table} VALUES ({i})")
         conn.close()
-        end = master_status(mariadb)
+        end = mariadb.binlog_end_gtid()
         deadline = time.monotonic() + 5
         while True:
             saved = json.loads(ckpt.read_text())

@@ -4,12 +4,8 @@ all of it, so a resume from there goes on with the next record, filtered or not.
 from __future__ import annotations
 
 from binlake.replica.position import Position
-from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
-
-
-def _status(server) -> tuple[str, int]:
-    return server.binlog_end()
+from streamcollect import collect  # tests/integration is on sys.path (rootdir-less test dirs)
 
 
 def _key(rec) -> tuple:
@@ -17,32 +13,23 @@ def _key(rec) -> tuple:
 
 
 def _records(url: ServerURL, start: Position, tables=None) -> list[tuple]:
-    bs = BinlogStream(url, StreamOptions(start=start, until_end=True, tables=tables))
-    try:
-        return [(_key(rec), bs.position) for rec in bs.changes()]
-    finally:
-        bs.close()
+    return collect(url, start, lambda rec, bs: (_key(rec), bs.position), tables=tables)
+
+
+def _batch(batch, bs) -> tuple:
+    assert batch and isinstance(batch, list)
+    return [_key(rec) for rec in batch], bs.position
 
 
 def _batches(url: ServerURL, start: Position, tables=None, limit: int | None = None):
-    bs = BinlogStream(url, StreamOptions(start=start, until_end=True, tables=tables))
-    out = []
-    try:
-        for batch in bs.batches():
-            assert batch and isinstance(batch, list)
-            out.append(([_key(rec) for rec in batch], bs.position))
-            if limit is not None and len(out) == limit:
-                break
-    finally:
-        bs.close()
-    return out
+    return collect(url, start, _batch, tables=tables, limit=limit, batches=True)
 
 
 def test_batches_are_the_records_of_changes_with_the_same_resume_points(mariadb) -> None:
     mariadb.sql("CREATE TABLE IF NOT EXISTS b_keep (id INT PRIMARY KEY, s TEXT)",
                 "CREATE TABLE IF NOT EXISTS b_skip (id INT PRIMARY KEY, s TEXT)",
                 "DELETE FROM b_keep", "DELETE FROM b_skip")
-    start = Position(*_status(mariadb))
+    start = Position(*mariadb.binlog_end())
     conn = mariadb.connect()
     try:
         with conn.cursor() as cur:

@@ -6,30 +6,19 @@ from __future__ import annotations
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
-
-
-def _status(server) -> tuple[str, int]:
-    return server.binlog_end()
+from streamcollect import collect  # tests/integration is on sys.path (rootdir-less test dirs)
 
 
 def _collect(url: ServerURL, start: Position, tables=None, limit: int | None = None):
-    bs = BinlogStream(url, StreamOptions(start=start, until_end=True, tables=tables))
-    out = []
-    try:
-        for rec in bs.changes():
-            out.append((rec.table, rec.op, rec.after or rec.before, bs.position))
-            if limit is not None and len(out) == limit:
-                break
-    finally:
-        bs.close()
-    return out
+    return collect(url, start, lambda rec, bs: (rec.table, rec.op, rec.after or rec.before,
+                                                bs.position), tables=tables, limit=limit)
 
 
 def test_filtered_rows_are_counted_in_resume_points(mariadb) -> None:
     mariadb.sql("CREATE TABLE IF NOT EXISTS keep_me (id INT PRIMARY KEY, s TEXT)",
                 "CREATE TABLE IF NOT EXISTS skip_me (id INT PRIMARY KEY, s TEXT)",
                 "DELETE FROM keep_me", "DELETE FROM skip_me")
-    start = Position(*_status(mariadb))
+    start = Position(*mariadb.binlog_end())
     conn = mariadb.connect()
     try:
         with conn.cursor() as cur:
@@ -62,10 +51,10 @@ def test_stop_at_the_end_of_a_fresh_files_header_events(mariadb) -> None:
     """SHOW MASTER STATUS right after a rotation points past the new file's FDE and GTID
     list: a stream asked to stop there reaches it instead of failing at the end."""
     mariadb.sql("CREATE TABLE IF NOT EXISTS fresh (id INT PRIMARY KEY)", "DELETE FROM fresh")
-    start = Position(*_status(mariadb))
+    start = Position(*mariadb.binlog_end())
     mariadb.sql("INSERT INTO fresh VALUES (1), (2)")
     mariadb.sql("FLUSH BINARY LOGS", database=None)
-    stop = _status(mariadb)
+    stop = mariadb.binlog_end()
     assert stop[1] > 4  # the new file already holds its header events
     bs = BinlogStream(ServerURL.parse(mariadb.url),
                       StreamOptions(start=start, until_end=True, stop_at=stop,

@@ -34,9 +34,6 @@ CHUNKS = 6
 
 # -- helpers -----------------------------------------------------------------------------------
 
-def end_of_binlog(server: Any) -> tuple[str, int]:
-    return server.binlog_end()
-
 
 def table_state(url: str, table: str, key: tuple[str, ...] | None = None
                 ) -> dict[tuple[Any, ...], str] | Counter[str]:
@@ -373,7 +370,7 @@ def test_snapshot_images_equal_binlog_images(mariadb: Any, url: str) -> None:
         "e ENUM('a','b'), st SET('x','y','z'), ts TIMESTAMP(3) NULL, dt DATETIME(2), t TIME(1), "
         "j JSON, g GEOMETRY, dz DATE, c CHAR(5), v VARCHAR(20), tx TEXT, "
         "gv INT AS (id * 2) VIRTUAL, gs INT AS (id + 1) STORED, inv INT INVISIBLE DEFAULT 7)")
-    start = end_of_binlog(mariadb)
+    start = mariadb.binlog_end()
     mariadb.sql(
         "SET SESSION sql_mode = ''",
         "INSERT INTO snap_types (id, ti, ui, f, d, dc, b, y, bn, vb, bl, e, st, ts, dt, t, j, g, "
@@ -473,5 +470,5 @@ def test_high_right_after_a_binlog_rotation(mariadb: Any, url: str) -> None:
     (c,) = S.plan_snapshot(url, f"{DB}.snap_rotate", chunks=1)
     res = S.read_chunk(url, c, server_id=6449010, after_select=lambda: mariadb.sql(
         "UPDATE snap_rotate SET n = -1 WHERE id = 4", "FLUSH BINARY LOGS"))
-    assert res.high == (end_of_binlog(mariadb)[0], 4) and res.low[0] != res.high[0]
+    assert res.high == (mariadb.binlog_end()[0], 4) and res.low[0] != res.high[0]
     assert json.loads(res.rows[(4,)])["n"] == -1

@@ -41,9 +41,6 @@ def server(mariadb_factory: Callable[..., Any]) -> Any:
     return srv
 
 
-def end_of(server: Any) -> tuple[str, int]:
-    return server.binlog_end()
-
 
 def key(file: str, pos: int) -> tuple[int, int]:
     return (file_index(file), pos)
@@ -161,7 +158,7 @@ def test_lagging_alters_with_several_partitions(sspark: Any, server: Any, tmp_pa
     run(sspark, server, "h1", ckpt, sink, hist)  # nothing yet: starts at the primary's end
     assert sink.rows() == [] and hist.exists()
     write(server, "h1", WORKLOAD)
-    end = end_of(server)
+    end = server.binlog_end()
     opts = {"partitionBytes": 300, "maxPartitions": 4, "serverIdBase": 7100000}
     run(sspark, server, "h1", ckpt, sink, hist, **opts)
     got = [change(r) for r in sink.rows()]
@@ -232,7 +229,7 @@ def test_history_ahead_of_the_offsets_and_compaction(server: Any, tmp_path: Path
     s0 = a.initialOffset()
     write(server, "h3", WORKLOAD)
     e = a.latestOffset(s0, ReadAllAvailable())  # saves every DDL up to e
-    assert key(e["file"], e["pos"]) == key(*end_of(server))
+    assert key(e["file"], e["pos"]) == key(*server.binlog_end())
     saved = hist.read_text()
     b = BinlogStreamReader(opts)  # "after the crash": Spark only kept s0
     cur, batches = s0, []
@@ -266,7 +263,7 @@ def test_starts_without_a_history(server: Any, mariadb: Any, tmp_path: Path) -> 
     tables was logged since; otherwise refused with the way out (MINIMAL), or the TABLE_MAP
     names used (FULL)."""
     create(server, "h4")
-    past = end_of(server)
+    past = server.binlog_end()
     server.sql(f"INSERT INTO h4 VALUES (1, 'x', {BIG})")
     server.sql("CREATE TABLE IF NOT EXISTS other_h4 (k INT PRIMARY KEY)",
                "ALTER TABLE other_h4 ADD COLUMN z INT")  # DDL, but not on a tracked table
@@ -288,7 +285,7 @@ def test_starts_without_a_history(server: Any, mariadb: Any, tmp_path: Path) -> 
     # The same on a FULL-metadata primary: names from the TABLE_MAPs, no history, no ddl rows.
     mariadb.sql("DROP TABLE IF EXISTS h4_full",
                 "CREATE TABLE h4_full (id INT PRIMARY KEY, b INT UNSIGNED)")
-    fpast = end_of(mariadb)
+    fpast = mariadb.binlog_end()
     mariadb.sql(f"INSERT INTO h4_full VALUES (1, {BIG})", "ALTER TABLE h4_full ADD COLUMN c INT",
                 "INSERT INTO h4_full VALUES (2, 2, 3)")
     full = BinlogStreamReader({"url": mariadb.url, "tables": f"{DB}.h4_full",

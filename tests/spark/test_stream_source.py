@@ -42,9 +42,6 @@ def server(mariadb_factory: Callable[..., Any]) -> Any:
     return mariadb_factory()
 
 
-def end_of(server: Any) -> tuple[str, int]:
-    return server.binlog_end()
-
 
 def key(file: str, pos: int) -> Key:
     return (file_index(file), pos)
@@ -187,9 +184,9 @@ def create(server: Any, table: str) -> None:
 
 def test_offsets_limits_and_ranges(server: Any) -> None:
     create(server, "s0")
-    start = end_of(server)
+    start = server.binlog_end()
     writer(server, "s0", range(1, 31))
-    end = end_of(server)
+    end = server.binlog_end()
     opts = {"url": server.url, "tables": f"{DB}.s0", "startingPosition": f"{start[0]}:{start[1]}"}
     r = BinlogStreamReader(opts)
     s0 = r.initialOffset()
@@ -225,7 +222,7 @@ def test_offsets_limits_and_ranges(server: Any) -> None:
 
 def test_read_fails_loudly_past_the_primarys_end(server: Any) -> None:
     """A range ending beyond what the server has (failover to a server with less binlog)."""
-    f, p = end_of(server)
+    f, p = server.binlog_end()
     r = BinlogStreamReader({"url": server.url})
     bad = BinlogRange(0, f, p, f, p + 1000, 6450001)
     with pytest.raises(RangeIncomplete, match=f"{f}:{p}"):
@@ -238,7 +235,7 @@ def test_starting_positions(server: Any) -> None:
     create(server, "s5")
     first = server.sql("SHOW BINARY LOGS", database=None)[0][0]
     gtid_before = server.sql("SELECT @@gtid_binlog_pos", database=None)[0][0]
-    at = end_of(server)
+    at = server.binlog_end()
     server.sql("INSERT INTO s5 VALUES (1, 'a', 1)")
 
     def initial(text: str) -> dict[str, Any]:
@@ -246,7 +243,7 @@ def test_starting_positions(server: Any) -> None:
 
     assert (initial("earliest")["file"], initial("earliest")["pos"]) == (first, 4)
     latest = initial("latest")
-    assert (latest["file"], latest["pos"]) == end_of(server)
+    assert (latest["file"], latest["pos"]) == server.binlog_end()
     by_gtid = initial(gtid_before)  # the first transaction after it starts where the end was
     assert (by_gtid["file"], by_gtid["pos"], by_gtid["gtid_state"]) == (*at, gtid_before)
     assert initial(json.dumps(by_gtid)) == by_gtid
@@ -256,9 +253,9 @@ def test_starting_positions(server: Any) -> None:
         server.sql(f"SET SESSION gtid_domain_id = {domain}", f"INSERT INTO s5 VALUES ({v}, 'd', 1)")
 
     in_domain(1, 10)
-    at0 = end_of(server)
+    at0 = server.binlog_end()
     in_domain(0, 11)
-    at1 = end_of(server)
+    at1 = server.binlog_end()
     in_domain(1, 12)
     pos = server.sql("SELECT @@gtid_binlog_pos", database=None)[0][0]  # '0-1-k,1-1-2'
     d0, d1 = sorted(pos.split(","))
@@ -334,7 +331,7 @@ def test_mysql_binlogs_through_binlake_serve(corpus_dir: Path, tmp_path: Path,
 
 def test_exactly_once_in_order_while_writing(sspark: Any, server: Any, tmp_path: Path) -> None:
     create(server, "s1")
-    start = end_of(server)
+    start = server.binlog_end()
     ckpt, sink = tmp_path / "ckpt", Collector()
     t = threading.Thread(target=writer, args=(server, "s1", range(1, 41)),
                          kwargs={"pause": 0.1, "flush_at": 20})
@@ -346,7 +343,7 @@ def test_exactly_once_in_order_while_writing(sspark: Any, server: Any, tmp_path:
     first_run = len(sink.rows())
     writer(server, "s1", range(41, 56))  # more writes, then the same query again
     run_available_now(sspark, server, "s1", ckpt, sink, start=start)
-    end = end_of(server)
+    end = server.binlog_end()
     got = [as_decoded(x) for x in sink.rows()]
     assert got == decoded(server, "s1", start, end)
     assert len(got) > first_run  # the second run found the later writes
@@ -357,11 +354,11 @@ def test_exactly_once_in_order_while_writing(sspark: Any, server: Any, tmp_path:
 
 def test_admission_control_cuts_at_transactions(sspark: Any, server: Any, tmp_path: Path) -> None:
     create(server, "s2")
-    start = end_of(server)
+    start = server.binlog_end()
     writer(server, "s2", range(1, 24))
     server.sql("BEGIN", *(f"INSERT INTO s2 VALUES ({1000 + i}, 'big', 1)" for i in range(6)), "COMMIT")
     writer(server, "s2", range(24, 30))
-    end = end_of(server)
+    end = server.binlog_end()
     ckpt, sink = tmp_path / "ckpt", Collector()
     run_available_now(sspark, server, "s2", ckpt, sink, start=start, maxRowsPerTrigger=4)
     offsets = checkpoint_offsets(ckpt)
@@ -380,9 +377,9 @@ def test_admission_control_cuts_at_transactions(sspark: Any, server: Any, tmp_pa
 
 def test_parallel_ranges_equal_one_range(sspark: Any, server: Any, tmp_path: Path) -> None:
     create(server, "s3")
-    start = end_of(server)
+    start = server.binlog_end()
     writer(server, "s3", range(1, 40))
-    end = end_of(server)
+    end = server.binlog_end()
     one, many = Collector(partitions=True), Collector(partitions=True)
     run_available_now(sspark, server, "s3", tmp_path / "one", one, start=start)
     run_available_now(sspark, server, "s3", tmp_path / "many", many, start=start,
@@ -396,7 +393,7 @@ def test_parallel_ranges_equal_one_range(sspark: Any, server: Any, tmp_path: Pat
 def test_restart_from_checkpoint(sspark: Any, server: Any, tmp_path: Path) -> None:
     """Stopped mid-stream, restarted; then a sink failure and a replay of that batch."""
     create(server, "s4")
-    start = end_of(server)
+    start = server.binlog_end()
     ckpt, sink = tmp_path / "ckpt", Collector()
     t = threading.Thread(target=writer, args=(server, "s4", range(1, 61)), kwargs={"pause": 0.05})
     t.start()
@@ -424,7 +421,7 @@ def test_restart_from_checkpoint(sspark: Any, server: Any, tmp_path: Path) -> No
     replay_id, replay_rows = failing.failed
     run_available_now(sspark, server, "s4", ckpt, sink, start=start)
     assert sink.batches[replay_id] == replay_rows  # the same range, read again
-    end = end_of(server)
+    end = server.binlog_end()
     assert [as_decoded(x) for x in sink.rows()] == decoded(server, "s4", start, end)
 
 
@@ -439,7 +436,7 @@ def test_purged_checkpoint_fails_with_recovery(sspark: Any, mariadb_factory: Cal
     last = checkpoint_offsets(ckpt)[max(checkpoint_offsets(ckpt))]
     writer(srv, "p", range(5, 9))
     srv.sql("FLUSH BINARY LOGS", database=None)
-    current = end_of(srv)[0]
+    current = srv.binlog_end()[0]
     deadline = time.monotonic() + 20
     while True:  # a file stays until its binlog checkpoint moved on (crash recovery needs it)
         srv.sql(f"PURGE BINARY LOGS TO '{current}'", database=None)

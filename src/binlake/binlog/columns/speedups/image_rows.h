@@ -56,8 +56,9 @@ static PyObject *ImageRows_item(ImageRows *self, Py_ssize_t i) {
     return pair;
 }
 
-static PyObject *ImageRows_list(ImageRows *self, Py_ssize_t start, Py_ssize_t stop,
-                                Py_ssize_t step, Py_ssize_t count) {
+/* `count` rows from `start`, every `step`-th, as a list */
+static PyObject *ImageRows_list(ImageRows *self, Py_ssize_t start, Py_ssize_t step,
+                                Py_ssize_t count) {
     PyObject *out = PyList_New(count);
     if (out == NULL) return NULL;
     for (Py_ssize_t k = 0, i = start; k < count; k++, i += step) {
@@ -73,7 +74,7 @@ static PyObject *ImageRows_subscript(ImageRows *self, PyObject *key) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
         Py_ssize_t count = PySlice_AdjustIndices(self->n, &start, &stop, step);
-        return ImageRows_list(self, start, stop, step, count);
+        return ImageRows_list(self, start, step, count);
     }
     Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
     if (i == -1 && PyErr_Occurred()) return NULL;
@@ -84,12 +85,12 @@ static PyObject *ImageRows_subscript(ImageRows *self, PyObject *key) {
 static PyObject *ImageRows_richcompare(ImageRows *self, PyObject *other, int opid) {
     if ((opid != Py_EQ && opid != Py_NE) || !(PyList_Check(other) || Py_TYPE(other) == &ImageRowsType))
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *mine = ImageRows_list(self, 0, self->n, 1, self->n);
+    PyObject *mine = ImageRows_list(self, 0, 1, self->n);
     if (mine == NULL) return NULL;
     PyObject *theirs = other;
     if (Py_TYPE(other) == &ImageRowsType) {
         ImageRows *o = (ImageRows *)other;
-        theirs = ImageRows_list(o, 0, o->n, 1, o->n);
+        theirs = ImageRows_list(o, 0, 1, o->n);
         if (theirs == NULL) { Py_DECREF(mine); return NULL; }
     } else {
         Py_INCREF(theirs);
@@ -101,7 +102,7 @@ static PyObject *ImageRows_richcompare(ImageRows *self, PyObject *other, int opi
 }
 
 static PyObject *ImageRows_repr(ImageRows *self) {
-    PyObject *rows = ImageRows_list(self, 0, self->n, 1, self->n);
+    PyObject *rows = ImageRows_list(self, 0, 1, self->n);
     if (rows == NULL) return NULL;
     PyObject *r = PyObject_Repr(rows);
     Py_DECREF(rows);
