@@ -14,10 +14,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .binlog.constants import ColumnType as T
 from .binlog.events import (
-    Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XidEvent,
+    Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
 )
 from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
+from .xa import PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
 class ChangeRecord:
@@ -300,24 +301,81 @@ _make_records = _load_make_records()
 # -- events -> records --------------------------------------------------------------------
 
 class ChangeTracker:
-    """Follow transaction context across events and turn rows events into ChangeRecords."""
+    """Follow transaction context across events and turn rows events into ChangeRecords.
 
-    def __init__(self, tables: Callable[[str, str], bool] | None = None) -> None:
+    Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.xa): `xa`
+    carries the pending ones across readers, `reread` fetches the records of a PREPARE this
+    tracker did not see (None: such a commit is an error naming the range).
+    """
+
+    def __init__(self, tables: Callable[[str, str], bool] | None = None, *,
+                 xa: XaLedger | None = None,
+                 reread: Callable[[PreparedRange], list[ChangeRecord]] | None = None,
+                 locate: Callable[[str, tuple[str | None, int]], PreparedRange | None] | None = None,
+                 walk: bool = False) -> None:
         self.table_filter = tables
         self.gtid: str | None = None
+        self.xa = xa if xa is not None else XaLedger()
+        self.reread = reread
+        self.locate = locate
+        """Finds the PREPARE of an XID committed with no range known, before (file, pos)."""
+        self.walk = walk
+        """Only following the binlog (looking for XA PREPAREs): an XA COMMIT of changes not
+        read is no error, and hands out nothing."""
+        self._group: tuple[str | None, int] | None = None
+        """(file, offset) of the last GTID event: where its event group starts."""
+        self._released: list[ChangeRecord] | None = None
+        self._decided: tuple[str, bool, PreparedRange | None, list[ChangeRecord] | None] | None = None
 
-    def observe(self, ev: Event) -> None:
-        if isinstance(ev, GtidEvent):
+    def observe(self, ev: Event, *, keep: bool = True) -> None:
+        """Follow an event without asking for its records (keep=False: the caller will not
+        hand this tracker every rows event of an XA PREPARE opened here either)."""
+        if isinstance(ev, MariaGtidEvent):
             self.gtid = ev.gtid
-        elif isinstance(ev, MariaGtidEvent):
+            self._group = (ev.file, ev.offset)
+            if ev.flags & MariaGtidEvent.FL_PREPARED_XA and ev.xid is not None:
+                self.xa.begin(ev.xid, ev.file, ev.offset, keep=keep)
+        elif isinstance(ev, GtidEvent):
             self.gtid = ev.gtid
+            self._group = (ev.file, ev.offset)
+        elif isinstance(ev, QueryEvent):
+            if ev.query[:3].upper() != "XA ":
+                return
+            xid = xa_start(ev.query)
+            if xid is not None and not self.xa.holding:  # MySQL: XA START opens the group
+                file, start = self._group if self._group is not None else (ev.file, ev.offset)
+                self.xa.begin(xid, file, start, keep=keep)
+            decided = decision(ev.query) if xid is None and not ev.error_code else None
+            if decided is not None:  # XA COMMIT / ROLLBACK: pending no more
+                self._decided = (decided[1], decided[0], *self.xa.decide(decided[1]))
+        elif isinstance(ev, XaPrepareEvent):
+            self._group = None
+            xid = xid_text(ev.format_id, ev.gtrid, ev.bqual)
+            self._released = self.xa.prepared(xid, ev.end, ev.one_phase)
+        elif isinstance(ev, XidEvent):
+            self._group = None
 
     def records(self, ev: Event) -> list[ChangeRecord]:
+        if isinstance(ev, RowsEvent):  # the hot path: nothing for observe() in a rows event
+            if self.xa.holding:
+                self.xa.hold(self._rows_records(ev))
+                return []
+            return self._rows_records(ev)
         self.observe(ev)
         if isinstance(ev, QueryEvent):
-            return self._statement_records(ev)
-        if not isinstance(ev, RowsEvent):
-            return []
+            if ev.query[:3].upper() == "XA ":
+                return self._xa_statement(ev)
+            recs = self.statement_records(ev)
+            if recs and self.xa.holding:
+                self.xa.hold(recs)
+                return []
+            return recs
+        if self._released is not None:  # MySQL's XA COMMIT ... ONE PHASE
+            recs, self._released = self._released, None
+            return recs
+        return []
+
+    def _rows_records(self, ev: RowsEvent) -> list[ChangeRecord]:
         tm = ev.table
         if self.table_filter is not None and not self.table_filter(tm.schema, tm.table):
             return []
@@ -343,8 +401,42 @@ class ChangeTracker:
         return [ChangeRecord(kind, schema, table, row, None, pk, file, offset, end, i,
                              inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
 
-    def _statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
-        """TRUNCATE (always) and DDL (when the schema history described it) as records."""
+    def _xa_statement(self, ev: QueryEvent) -> list[ChangeRecord]:
+        """XA COMMIT hands out the prepared records, stamped with its own place: that is
+        where they are committed (a consumer that orders or dedups by position sees them
+        after every transaction committed before). XA ROLLBACK drops them."""
+        decided, self._decided = self._decided, None
+        if decided is None:
+            return []
+        xid, commit, rng, held = decided
+        if not commit:
+            return []
+        if held is None:
+            if self.walk:
+                return []
+            if rng is None and self.locate is not None:
+                rng = self.locate(xid, self._group or (ev.file, ev.offset))
+            if rng is None:
+                raise XaError(
+                    f"{ev.file}:{ev.offset}: XA COMMIT {xid} commits changes prepared before "
+                    "this reader's start; their rows were not read",
+                    hint="read from a position before its XA PREPARE (e.g. the start of the "
+                         "binlog file it was prepared in), or re-snapshot the tables once the "
+                         "XA transaction is decided; nothing after it was handed out")
+            if self.reread is None:
+                raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT {xid} commits changes "
+                              f"{rng}, which this reader did not read and cannot re-read",
+                              hint="include that binlog file in the input")
+            held = self.reread(rng)
+        gtid, file, pos, end, inner = self.gtid, ev.file, ev.offset, ev.end, ev.inner_index
+        for i, rec in enumerate(held):
+            rec.file, rec.pos, rec.end_pos, rec.inner, rec.row, rec.gtid = (
+                file, pos, end, inner, i, gtid)
+        return held
+
+    def statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
+        """TRUNCATE (always) and DDL (when the schema history described it) as records (the
+        statement's own, whatever transaction it is in)."""
         if ev.error_code:
             return []  # a statement that failed on the primary changed nothing
         m = _TRUNCATE.match(ev.query)
@@ -391,6 +483,19 @@ def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | N
     tracker = ChangeTracker(tables)
     for ev in events:
         yield from tracker.records(ev)
+
+
+def prepared_records(events: Iterable[Event], rng: PreparedRange,
+                     tables: Callable[[str, str], bool] | None = None) -> list[ChangeRecord]:
+    """The records of one XA PREPARE group, from the events of its range (a re-read)."""
+    tracker = ChangeTracker(tables)
+    for ev in events:
+        tracker.records(ev)
+    held = tracker.xa.take(rng.xid)
+    if held is None:
+        raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
+                      hint="the binlog changed under the position; re-snapshot the tables")
+    return held
 
 
 def table_filter(spec: str | None) -> Callable[[str, str], bool] | None:

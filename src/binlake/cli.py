@@ -110,7 +110,6 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
     t0 = time.perf_counter()
     keys = _load_keys(key_file)
     tfilter = table_filter(tables)
-    tracker = ChangeTracker(tfilter)
     gfilter = GtidFilter.parse(gtids) if gtids else None
     out = sys.stdout
     n_rows = n_events = n_bytes = 0
@@ -122,19 +121,22 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
             # The history replays the files' DDL at its positions (idempotently: what it
             # already recorded is looked up, not applied twice).
             resolver = SchemaTracker.load(schema_history)
+        decoder_options = dict(keys=keys, allow_unknown=allow_unknown_events,
+                               verify_checksums=not no_verify_checksums, table_filter=tfilter,
+                               table_resolver=resolver)
+        tracker = ChangeTracker(tfilter, reread=lambda rng: _reread_prepared(
+            files, rng, tfilter, **decoder_options))
         for fi, path in enumerate(files):
             n_bytes += Path(path).stat().st_size
             first, last = fi == 0, fi == len(files) - 1
-            for ev in read_events(path, keys=keys, allow_unknown=allow_unknown_events,
-                                  verify_checksums=not no_verify_checksums, table_filter=tfilter,
-                                  table_resolver=resolver):
+            for ev in read_events(path, **decoder_options):
                 n_events += 1
                 if resolver is not None:
                     resolver.observe(ev)
                 if last and stop_position is not None and ev.offset >= stop_position:
                     break
                 if first and start_position is not None and ev.offset < start_position and ev.type_code != 15:
-                    tracker.observe(ev)
+                    tracker.observe(ev, keep=False)
                     continue
                 if gfilter is not None and not gfilter.accept(ev):
                     continue
@@ -159,6 +161,23 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         line = {"rows": n_rows, "events": n_events, "bytes": n_bytes,
                 "seconds": round(time.perf_counter() - t0, 3)}
         _write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
+
+
+def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> list[Any]:
+    """An XA COMMIT whose PREPARE was not decoded here (before --start-position): its records
+    from the PREPARE's range, in the given files or beside them."""
+    from .changes import prepared_records
+    from .errors import ConfigError
+    from .files import read_range
+
+    given = [Path(f) for f in files]
+    path = next((p for p in given if p.name == rng.file), None)
+    if path is None and given and (given[0].parent / rng.file).is_file():
+        path = given[0].parent / rng.file
+    if path is None:
+        raise ConfigError(f"XA transaction {rng}: that binlog file is neither given nor beside "
+                          f"{given[0] if given else 'the input'}", hint="add it to FILES")
+    return prepared_records(read_range(path, rng.start, rng.end, **decoder_options), rng, tables)
 
 
 def _print_event(out: Any, ev: Any, output: str) -> None:

@@ -137,7 +137,9 @@ def test_python_mysql_replication_gtid_and_mariadb(corpus_dir: Path, tmp_path: P
         assert _pymysqlreplication_rows(srv.port, auto_position=have) == missing  # COM_BINLOG_DUMP_GTID
     mpaths = link_files(corpus_dir, tmp_path, MARIADB_CHAIN[5:7])  # three GTID domains
     mlines = decode_lines(mpaths)
-    state = MariaGtidState("0-1-172,2-1-1000")
+    # (not 0-1-172: that is an XA PREPARE, whose row binlake hands out at the XA COMMIT 0-1-173,
+    # while python-mysql-replication counts rows where they are logged)
+    state = MariaGtidState("0-1-171,2-1-1000")
     missing = sum(1 for line in mlines if is_row_change(line) and not state.contains(_gtid_of(line)))
     assert 0 < missing < sum(1 for line in mlines if is_row_change(line))
     with serving(mpaths, flavor="mariadb") as srv:

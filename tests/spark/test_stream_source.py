@@ -220,6 +220,56 @@ def test_offsets_limits_and_ranges(server: Any) -> None:
     assert r.partitions(last, last) == []
 
 
+def test_xa_rows_go_out_in_the_batch_of_their_commit(server: Any) -> None:
+    """XA PREPARE in one micro-batch, XA COMMIT in the next: the offset between them carries the
+    pending PREPAREs, and the task reading the COMMIT re-reads its PREPARE's range (also when
+    a split puts the COMMIT in a later partition). XA ROLLBACK leaves nothing."""
+    create(server, "sx")
+    start = server.binlog_end()
+    a, c = server.connect(), server.connect()
+    try:
+        a.cursor().execute("XA START 'sx-a'")
+        a.cursor().execute("INSERT INTO sx VALUES (1, 'xa', 1), (2, 'xa', 2)")
+        a.cursor().execute("XA END 'sx-a'")
+        a.cursor().execute("XA PREPARE 'sx-a'")
+        c.cursor().execute("XA START 'sx-b'")
+        c.cursor().execute("INSERT INTO sx VALUES (3, 'rolled back', 3)")
+        c.cursor().execute("XA END 'sx-b'")
+        c.cursor().execute("XA PREPARE 'sx-b'")
+        # (plain inserts: the prepared transactions hold their row locks until decided)
+        server.sql(*(f"INSERT INTO sx VALUES ({i}, 'v', {i})" for i in range(10, 16)))
+        opts = {"url": server.url, "tables": f"{DB}.sx", "startingPosition": f"{start[0]}:{start[1]}"}
+        r = BinlogStreamReader(opts)
+        s0 = r.initialOffset()
+        o1 = r.latestOffset(s0, ReadAllAvailable())
+        assert sorted(x[0] for x in o1["xa_prepared"]) == ["X'73782d61',X'',1", "X'73782d62',X'',1"]
+        batch1 = [x for p in r.partitions(s0, o1) for b in r.read(p) for x in b.to_pylist()]
+        assert {x["id"] for x in map(json.loads, (y["after"] or y["before"] for y in batch1
+                                                  if y["op"] != "truncate"))}.isdisjoint({1, 2, 3})
+        a.cursor().execute("XA COMMIT 'sx-a'")
+        c.cursor().execute("XA ROLLBACK 'sx-b'")
+        writer(server, "sx", range(20, 26))
+    finally:
+        a.close()
+        c.close()
+    end = server.binlog_end()
+    o2 = r.latestOffset(o1, ReadAllAvailable())
+    assert (o2["file"], o2["pos"]) == end and "xa_prepared" not in o2
+    batch2 = [x for p in r.partitions(o1, o2) for b in r.read(p) for x in b.to_pylist()]
+    expected = decoded(server, "sx", start, end)
+    assert [as_decoded(x) for x in batch1 + batch2] == expected
+    committed = [x for x in expected if x.get("after") and x["after"]["id"] in (1, 2)]
+    assert len(committed) == 2 and key(committed[0]["position"]["file"],
+                                       committed[0]["position"]["pos"]) >= key(o1["file"], o1["pos"])
+    assert not [x for x in expected if x.get("after") and x["after"]["id"] == 3]
+    # Split into ranges: each task starts with what is pending at its start.
+    split = BinlogStreamReader({**opts, "partitionBytes": "300", "maxPartitions": "8"})
+    parts = split.partitions(s0, o2)
+    assert len(parts) > 2 and any(p.xa_prepared for p in parts[1:])
+    rows = [x for p in parts for b in split.read(p) for x in b.to_pylist()]
+    assert [as_decoded(x) for x in rows] == expected
+
+
 def test_read_fails_loudly_past_the_primarys_end(server: Any) -> None:
     """A range ending beyond what the server has (failover to a server with less binlog)."""
     f, p = server.binlog_end()

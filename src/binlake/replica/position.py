@@ -14,13 +14,14 @@ its TABLE_MAPs) at the start of a transaction.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..binlog.events import (
     STMT_END_F, Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
 )
 from ..errors import BinlakeError, ConfigError
+from ..xa import PreparedRange
 
 MAX_DUMP_POS = 0xFFFFFFFF
 """COM_BINLOG_DUMP carries a 4-byte offset."""
@@ -39,6 +40,9 @@ class Position:
     records, delivered or left out by a table filter)."""
     tx_gtid: str | None = None
     """GTID of that partially delivered transaction (checked on resume)."""
+    xa_prepared: tuple[PreparedRange, ...] = ()
+    """XA transactions prepared before the boundary and not yet decided there: their records
+    go out at the XA COMMIT after it, re-read from these ranges (see binlake.xa)."""
 
     @property
     def mode(self) -> str:
@@ -48,25 +52,28 @@ class Position:
             return "mariadb-gtid"
         return "file"
 
-    def at_boundary(self, file: str, pos: int, gtid_set: str | None = None,
-                    gtid_state: str | None = None) -> "Position":
-        return Position(file, pos, gtid_set if gtid_set is not None else self.gtid_set,
-                        gtid_state if gtid_state is not None else self.gtid_state, 0, None)
-
-    def with_rows(self, rows_done: int, tx_gtid: str | None) -> "Position":
-        return replace(self, rows_done=rows_done, tx_gtid=tx_gtid)
-
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        out: dict[str, Any] = {"file": self.file, "pos": self.pos, "gtid_set": self.gtid_set,
+                               "gtid_state": self.gtid_state, "rows_done": self.rows_done,
+                               "tx_gtid": self.tx_gtid}
+        out = {k: v for k, v in out.items() if v is not None}
+        if self.xa_prepared:
+            out["xa_prepared"] = [r.to_json() for r in self.xa_prepared]
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> "Position":
         """Checkpoint text back to a Position; anything malformed is an error, never a guess."""
         if not isinstance(data, dict):
             raise ConfigError(f"invalid position {json.dumps(data)}: not an object")
+        fields = dict(data)
+        xa = fields.pop("xa_prepared", [])
         try:
-            p = cls(**data)
-        except TypeError as exc:
+            if not isinstance(xa, list):
+                raise ValueError("xa_prepared must be a list")
+            fields["xa_prepared"] = tuple(PreparedRange.from_json(r) for r in xa)
+            p = cls(**fields)
+        except (TypeError, ValueError) as exc:
             raise ConfigError(f"invalid position {json.dumps(data)}: {exc}") from None
         problems = []
         for name in ("file", "gtid_set", "gtid_state", "tx_gtid"):
@@ -109,6 +116,8 @@ class Position:
             parts.append(f"gtid_state={self.gtid_state or '∅'}")
         if self.rows_done:
             parts.append(f"+{self.rows_done} rows of {self.tx_gtid or 'the next transaction'}")
+        if self.xa_prepared:
+            parts.append(f"xa_prepared={len(self.xa_prepared)}")
         return " ".join(parts)
 
 

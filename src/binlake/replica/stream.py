@@ -16,6 +16,7 @@ from ..binlog.constants import ChecksumAlg, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
+    XaPrepareEvent,
 )
 from ..changes import ChangeRecord, ChangeTracker
 from ..errors import BinlakeError, ConfigError, ServerError
@@ -24,6 +25,7 @@ from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
 from .position import BoundaryError, Position, TransactionBoundaries
 from .url import ServerURL
+from ..xa import PreparedRange, XaError, XaLedger, decision
 
 log = logging.getLogger("binlake.replica")
 
@@ -32,6 +34,10 @@ _TRANSIENT_SERVER_ERRORS = {1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2006
 _POSITION_HINT = ("start from a position it still has (--start FILE:POS or --gtid), or re-snapshot "
                   "the tables and stream from the current end; nothing was read")
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
+
+
+def _no_table(schema: str, table: str) -> bool:
+    return False
 
 
 class ResumeMismatch(BinlakeError):
@@ -82,6 +88,11 @@ class StreamOptions:
     store a position that on_commit left unsaved."""
     stop_at: tuple[str, int] | None = None
     """Stop at this (file, pos) boundary; an error if the stream cannot reach it."""
+    xa_walk: bool = False
+    """Only walk the binlog for its XA PREPAREs (a commit of changes not read is no error)."""
+    reread_server_id: int | None = None
+    """Server id of the short second dump that re-reads an XA PREPARE this stream did not
+    see (None: server_id with its top bit flipped; a replica id must be unique)."""
 
 
 # Events a binlog file starts with, outside any transaction: resuming after them is safe.
@@ -110,6 +121,11 @@ class BinlogStream:
         self._skip = 0
         """Row images of the open (or next) transaction delivered before a reconnect/restart."""
         self._resume_gtid: str | None = None
+        start_xa = self._start.xa_prepared if self._start is not None else ()
+        self._xa = XaLedger(start_xa)
+        """Prepared XA transactions not yet decided (binlake.xa), across connections."""
+        self._xa_boundary: tuple[PreparedRange, ...] = start_xa
+        """Those pending at the boundary (what the position carries)."""
         self._ack_pending = False
         self._stop_requested = False
         self._interruptible = False
@@ -136,7 +152,7 @@ class BinlogStream:
         tx_gtid = None
         if rows:
             tx_gtid = self._tx.gtid if self._tx.in_tx else self._resume_gtid
-        return Position(b.file, b.pos, gset, gstate, rows, tx_gtid)
+        return Position(b.file, b.pos, gset, gstate, rows, tx_gtid, self._xa_boundary)
 
     @property
     def positioned(self) -> bool:
@@ -353,6 +369,7 @@ class BinlogStream:
             self._resume_gtid = None
         self._rows_in_tx = 0
         self._tx.reset()
+        self._xa.rewind(self._xa_boundary)
         return True
 
     def _drop_connection(self) -> None:
@@ -376,7 +393,9 @@ class BinlogStream:
 
     def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool) -> Iterator:
         """Records (batched: lists of records) until the end or a stop."""
-        tracker = ChangeTracker(self.options.tables)
+        tracker = ChangeTracker(self.options.tables, xa=self._xa, reread=self._reread,
+                                locate=self._locate, walk=self.options.xa_walk)
+        xa = self._xa
         semi = self.options.semi_sync
         end = self.end_position
         stop_at = self.options.stop_at
@@ -424,7 +443,10 @@ class BinlogStream:
                     self.last_event_ts = ev.timestamp
                     closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
                     n = ev.filtered_rows if ev.filtered else len(ev.rows)
-                    if self._skip >= n:  # delivered before the reconnect/restart
+                    if xa.holding:  # an XA PREPARE: held until its COMMIT, nothing counted
+                        if not ev.filtered:
+                            tracker.records(ev)
+                    elif self._skip >= n:  # delivered before the reconnect/restart
                         self._skip -= n
                         self._rows_in_tx += n
                     elif ev.filtered:  # counted, not kept: nothing to hand out
@@ -516,19 +538,21 @@ class BinlogStream:
         if isinstance(ev, QueryEvent):
             # TRUNCATE, statement-logged DML and described DDL are records too; they belong to
             # the transaction the statement is in (or is), so hand them out before closing it.
+            holding = tracker.xa.holding
             recs = tracker.records(ev)
-            if recs or tracker.table_filter is not None:
+            if holding:
+                pass  # inside an XA PREPARE: held, handed out (and counted) at its COMMIT
+            elif ev.query[:3].upper() == "XA " and decision(ev.query) is not None:
+                # XA COMMIT: the prepared records (none for a ROLLBACK)
+                yield from self._deliver(len(recs), enumerate(recs), batched, runs=True)
+            elif recs or tracker.table_filter is not None:
                 n, indexed = self._statement_units(ev, tracker, recs)
-                if self._skip >= n:
-                    self._skip -= n
-                    self._rows_in_tx += n
-                else:
-                    yield from self._deliver(n, indexed, batched)
+                yield from self._deliver(n, indexed, batched)
             if self._tx.observe(ev):
                 self._commit(ev, dec)
             return
-        tracker.observe(ev)
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):
+            tracker.observe(ev)
             self._tx.observe(ev)
             gtid = ev.gtid
             if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
@@ -552,6 +576,12 @@ class BinlogStream:
             if not self._tx.in_tx and self.options.on_idle is not None:
                 self.options.on_idle(self.position)
             return
+        if isinstance(ev, XaPrepareEvent):
+            recs = tracker.records(ev)  # records only for MySQL's XA COMMIT ... ONE PHASE
+            if recs:
+                yield from self._deliver(len(recs), enumerate(recs), batched, runs=True)
+        else:
+            tracker.observe(ev)
         if self._tx.observe(ev):
             self._commit(ev, dec)
         elif ev.header.type_code in _FILE_HEADER_EVENTS and not self._tx.in_tx and ev.header.log_pos:
@@ -571,7 +601,7 @@ class BinlogStream:
         keep = tracker.table_filter
         if keep is None:
             return len(recs), list(enumerate(recs))
-        every = ChangeTracker().records(ev)
+        every = ChangeTracker().statement_records(ev)
         idx = [i for i, r in enumerate(every) if keep(r.schema, r.table)]
         if len(idx) != len(recs):
             raise BinlakeError(f"{ev.file}:{ev.offset}: the statement's records do not match with and "
@@ -579,12 +609,33 @@ class BinlogStream:
         return len(every), list(zip(idx, recs))
 
     def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
-                 batched: bool) -> Iterator:
+                 batched: bool, runs: bool = False) -> Iterator:
         """Hand out one event's records, skipping those delivered before a reconnect/restart;
         the position counts each record as it goes (batched: the list it hands out at once),
-        and all `n` units once done."""
+        and all `n` units once done. runs: the records come from several rows events (an XA
+        COMMIT's), handed out batched as one list per run of one table and op."""
+        if self._skip >= n:  # all delivered before the reconnect/restart
+            self._skip -= n
+            self._rows_in_tx += n
+            return
         base = self._rows_in_tx
         skip, self._skip = self._skip, 0
+        if batched and runs:
+            run: list[ChangeRecord] = []
+            for i, rec in indexed:
+                if i < skip:
+                    continue
+                if run and (rec.table_map is not run[0].table_map or rec.op != run[0].op):
+                    self._rows_in_tx = base + i
+                    self.rows_seen += len(run)
+                    yield run
+                    run = []
+                run.append(rec)
+            self._rows_in_tx = base + n
+            self.rows_seen += len(run)
+            if run:
+                yield run
+            return
         if batched:
             recs = [rec for i, rec in indexed if i >= skip]
             self._rows_in_tx = base + n
@@ -617,8 +668,68 @@ class BinlogStream:
         self._boundary = Position(dec.file, ev.end or self._boundary.pos)
         self._rows_in_tx = 0
         self._resume_gtid = None
+        self._xa_boundary = self._xa.ranges()
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
+
+    def _reread(self, rng: PreparedRange) -> list[ChangeRecord]:
+        """The records of an XA PREPARE this stream did not read (it started or resumed after
+        it): a short second dump of the PREPARE's range, with this stream's decoding options."""
+        opts = self.options
+        log.info("re-reading an XA PREPARE", extra={"xa": str(rng)})
+        side = BinlogStream(self.url, StreamOptions(
+            server_id=self._side_id(), start=Position(rng.file, rng.start), until_end=True,
+            stop_at=(rng.file, rng.end), heartbeat=opts.heartbeat, max_reconnects=5,
+            tables=opts.tables, verify_checksums=opts.verify_checksums,
+            table_resolver=opts.table_resolver, json_images=opts.json_images,
+            hostname=opts.hostname))
+        try:
+            for _ in side.batches():
+                raise XaError(f"{rng}: the range holds changes outside its XA PREPARE",
+                              hint="the binlog changed under the position; re-snapshot")
+        finally:
+            side.close()
+        held = side._xa.take(rng.xid)
+        if held is None:
+            raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
+                          hint="the binlog changed under the position; re-snapshot the tables")
+        return held
+
+    def _side_id(self) -> int:
+        """Server id of a second dump (a replica id must be unique on the primary)."""
+        o = self.options
+        return o.reread_server_id if o.reread_server_id is not None else o.server_id ^ 0x80000000
+
+    def _locate(self, xid: str, before: tuple[str | None, int]) -> PreparedRange | None:
+        """The PREPARE of an XA transaction committed after this stream's start, with nothing
+        saying where it was prepared (a start by GTIDs or at the primary's end): the binlog
+        files up to the commit (`before`) are walked, newest first, for one left pending."""
+        file, pos = before
+        if file is None:
+            return None
+        b = Position(file, pos)
+        with self._connect() as side:
+            logs = [(row[0], int(row[1])) for row in side.query("SHOW BINARY LOGS").rows]
+        names = [name for name, _ in logs]
+        if b.file not in names:
+            return None
+        opts = self.options
+        for name, size in reversed(logs[:names.index(b.file) + 1]):
+            stop = b.pos if name == b.file else size
+            log.info("looking for an XA PREPARE", extra={"xid": xid, "file": name})
+            walker = BinlogStream(self.url, StreamOptions(
+                server_id=self._side_id(), start=Position(name, 4), until_end=True, stop_at=(name, stop),
+                heartbeat=opts.heartbeat, max_reconnects=5, tables=_no_table, xa_walk=True,
+                verify_checksums=opts.verify_checksums, hostname=opts.hostname))
+            try:
+                for _ in walker.batches():
+                    pass
+            finally:
+                walker.close()
+            hit = [r for r in walker._xa.ranges() if r.xid == xid]
+            if hit:
+                return hit[-1]
+        return None
 
     def _ack(self, conn: MySQLConnection, dec: BinlogDecoder, last: Event) -> None:
         """Semi-sync ACK: everything up to the end of `last` was handed out (and, through

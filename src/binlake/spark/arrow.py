@@ -181,7 +181,8 @@ class CdcBatchBuilder:
         several events and images not yet JSON go record by record."""
         first, last = recs[0], recs[-1]
         if (first.table_map is None or len(recs) == 1 or last.pos != first.pos
-                or last.inner != first.inner or last.file != first.file):
+                or last.inner != first.inner or last.file != first.file
+                or last.table_map is not first.table_map or last.op != first.op):
             for rec in recs:
                 self.add(rec)
             return
@@ -393,7 +394,9 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
 
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       tables: Callable[[str, str], bool] | None = None,
-                      statements: bool = True, max_bytes: int = MAX_BATCH_BYTES
+                      statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
+                      reread: Callable[[Any], list[ChangeRecord]] | None = None,
+                      locate: Callable[[str, Any], Any] | None = None,
                       ) -> Iterator[pa.RecordBatch]:
     """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.
 
@@ -401,11 +404,12 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     made with `json_images=True` the images are already JSON, so there is no Python work per
     row at all (C-level list extends only).
     """
-    tracker = ChangeTracker(tables)
+    tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
     builder = CdcBatchBuilder()
     add_rows = builder.add_rows
+    xa = tracker.xa
     for ev in events:
-        if isinstance(ev, RowsEvent):
+        if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
             tm = ev.table
             if tables is not None and not tables(tm.schema, tm.table):
                 continue

@@ -97,8 +97,9 @@ class BinlogFilesReader(DataSourceReader):
         return [BinlogFile(f, i) for i, f in enumerate(self.files)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from ..changes import table_filter
-        from ..files import read_events
+        from ..changes import prepared_records, table_filter
+        from ..errors import ConfigError
+        from ..files import locate_prepared, read_events, read_range
         from .arrow import events_to_batches
 
         assert isinstance(partition, BinlogFile)
@@ -107,6 +108,22 @@ class BinlogFilesReader(DataSourceReader):
             from ..binlog.encryption import load_key_file
 
             keys = load_key_file(Path(self.key_file).read_text())
+        tables = table_filter(self.tables)
         events = read_events(partition.path, keys=keys, json_images=True)
-        yield from events_to_batches(events, batch_size=self.batch_size,
-                                     tables=table_filter(self.tables), statements=self.statements)
+        # An XA COMMIT whose PREPARE is in an earlier file: found there and re-read.
+        earlier = self.files[:partition.index]
+        folder = {Path(f).name: f for f in self.files}
+
+        def locate(xid: str, before: Any) -> Any:
+            return locate_prepared(earlier, xid, keys=keys)
+
+        def reread(rng: Any) -> list[Any]:
+            path = folder.get(rng.file)
+            if path is None:
+                raise ConfigError(f"XA transaction {rng}: that binlog file is not in the input",
+                                  hint="read the files from the one it was prepared in")
+            return prepared_records(read_range(path, rng.start, rng.end, keys=keys,
+                                               json_images=True, table_filter=tables), rng, tables)
+
+        yield from events_to_batches(events, batch_size=self.batch_size, tables=tables,
+                                     statements=self.statements, locate=locate, reread=reread)

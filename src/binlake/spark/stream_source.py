@@ -97,6 +97,7 @@ from ..errors import BinlakeError, ConfigError, ServerError
 from ..replica.position import BoundaryError, Position, TransactionBoundaries
 from ..replica.stream import PositionUnavailable
 from ..replica.url import ServerURL
+from ..xa import PreparedRange
 from .arrow import file_index
 from .files_source import BinlogFilesDataSource
 
@@ -234,7 +235,8 @@ class BinlogRange(InputPartition):
     """`[start, end)` of the primary's binlog for one task (plain attributes: it is pickled)."""
 
     def __init__(self, index: int, start_file: str, start_pos: int, end_file: str, end_pos: int,
-                 server_id: int, history: str | None = None) -> None:
+                 server_id: int, history: str | None = None,
+                 xa_prepared: list[list[Any]] | None = None) -> None:
         super().__init__(index)
         self.index = index
         self.start_file = start_file
@@ -244,7 +246,11 @@ class BinlogRange(InputPartition):
         self.server_id = server_id
         self.history = history
         """The schema history as JSON (`SchemaHistory.to_dict`, compacted to the range's
-        start), or None: names and types from the TABLE_MAPs."""
+        start or the oldest XA PREPARE pending there), or None: names and types from the
+        TABLE_MAPs."""
+        self.xa_prepared = xa_prepared or []
+        """XA transactions pending at the start (`PreparedRange.to_json`): a COMMIT in the
+        range re-reads its PREPARE from there."""
 
     def __repr__(self) -> str:
         return (f"BinlogRange({self.index}: {self.start_file}:{self.start_pos} -> "
@@ -397,8 +403,9 @@ class ScanResult:
     """Records up to `end` (counted only when asked for)."""
     bytes: int = 0
     transactions: int = 0
-    splits: list[tuple[str, int]] = field(default_factory=list)
-    """Boundaries inside (start, end) about `split_bytes` apart: where partitions may start."""
+    splits: list[Position] = field(default_factory=list)
+    """Boundaries inside (start, end) about `split_bytes` apart: where partitions may start
+    (file, pos and the XA transactions pending there)."""
 
 
 _SKIPPABLE = frozenset({*ROWS_EVENT_TYPES, E.TABLE_MAP, E.MARIADB_ANNOTATE_ROWS, E.ROWS_QUERY})
@@ -438,7 +445,10 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
         decode_filter = tables  # rows of other tables stay undecoded
     else:
         decode_filter = _reject_all  # no row image is decoded at all
-    tracker = ChangeTracker(tables)
+    from ..xa import XaLedger
+
+    # Follows event groups and XA PREPAREs (keeping no records): offsets carry the pending.
+    tracker = ChangeTracker(tables, xa=XaLedger(start.xa_prepared))
     tx = TransactionBoundaries()
     result = ScanResult()
     gstate = MariaGtidState(start.gtid_state) if start.gtid_state is not None else None
@@ -446,6 +456,7 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
     rows = nbytes = 0
     last_split = 0
     end_gtids: tuple[Any, Any] = (None, None)
+    end_xa = start.xa_prepared
     try:
         dump = _Dump(url, server_id, heartbeat, start=start, table_filter=decode_filter)
     except ServerError as exc:
@@ -474,11 +485,12 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
                         ev.ddl = schema.on_query(ev)
                     elif isinstance(ev, (GtidEvent, MariaGtidEvent)):
                         schema.observe(ev)  # DDL records carry their GTID
-                if count_rows:
+                tracker.observe(ev, keep=False)
+                if count_rows:  # (an XA PREPARE's rows count where they are read)
                     if isinstance(ev, RowsEvent):
                         rows += len(ev.rows)
-                    elif isinstance(ev, QueryEvent):
-                        rows += len(tracker.records(ev))
+                    elif isinstance(ev, QueryEvent) and ev.query[:3].upper() != "XA ":
+                        rows += len(tracker.statement_records(ev))
                 if not tx.observe(ev):
                     continue
                 # A transaction ends here: a boundary.
@@ -496,9 +508,10 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
                 if over and result.end is not None:
                     return result  # the limit: cut before this transaction
                 if result.end is not None and split_bytes and result.bytes - last_split >= split_bytes:
-                    result.splits.append((result.end.file or "", result.end.pos))
+                    result.splits.append(result.end)
                     last_split = result.bytes
-                result.end = Position(dec.file, pos)  # GTIDs added once, at the end
+                end_xa = tracker.xa.ranges()
+                result.end = Position(dec.file, pos, xa_prepared=end_xa)  # GTIDs added at the end
                 end_gtids = (gset, gstate)
                 result.rows, result.bytes = rows, nbytes
                 result.transactions += 1
@@ -520,7 +533,8 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
             eset, estate = end_gtids
             result.end = Position(result.end.file, result.end.pos,
                                   gtid_set=str(eset) if eset is not None else None,
-                                  gtid_state=str(estate) if estate is not None else None)
+                                  gtid_state=str(estate) if estate is not None else None,
+                                  xa_prepared=end_xa)
     return result
 
 
@@ -1036,7 +1050,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         skey, ekey = offset_key(s.file, s.pos), offset_key(e.file, e.pos)
         if skey >= ekey:
             return []
-        splits: list[tuple[str, int]] = []
+        splits: list[Position] = []
         pb = self.opts.partition_bytes
         small = s.file == e.file and e.pos - s.pos <= pb
         if pb and self.opts.max_partitions > 1 and not small:
@@ -1047,13 +1061,15 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:  # a batch replayed from the offset log after a restart
                 splits = scan(self.opts.url, s, ekey, server_id=self.opts.server_id_base,
                               heartbeat=self.opts.heartbeat, split_bytes=pb).splits
-            splits = [x for x in splits if skey < offset_key(*x) < ekey]
+            splits = [x for x in splits if skey < offset_key(x.file, x.pos) < ekey]
             splits = _thin(splits, self.opts.max_partitions - 1)
-        points = [(s.file or "", s.pos), *splits, (e.file or "", e.pos)]
+        points = [s, *splits, e]
         base = self.opts.server_id_base + 1
         # A batch replayed after a restart finds the history in its file (never behind).
         self._schema_for(s)
-        return [BinlogRange(i, a[0], a[1], b[0], b[1], base + i, self._range_history(a))
+        return [BinlogRange(i, a.file or "", a.pos, b.file or "", b.pos, base + i,
+                            self._range_history(_oldest_needed(a)),
+                            [r.to_json() for r in a.xa_prepared])
                 for i, (a, b) in enumerate(zip(points, points[1:]))]
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -1066,7 +1082,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if tracker is None:
             return
         e = position_of(end)
-        cp = BinlogPos(e.file, e.pos)
+        cp = BinlogPos(*_oldest_needed(e))  # a pending XA PREPARE is read again
         h = tracker.history
         stale = any(BinlogPos(r.file, r.pos) < cp for r in h.log) or any(
             len(vs) > 1 and vs[1].since <= cp or (vs[-1].table is None and vs[-1].since <= cp)
@@ -1098,7 +1114,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # No server connection: every DDL in the range is in the history's log already.
             resolver = SchemaTracker(SchemaHistory.from_dict(json.loads(p.history)),
                                      tables=tracked_tables(self.opts.tables))
-        opts = StreamOptions(server_id=p.server_id, start=Position(p.start_file, p.start_pos),
+        xa = tuple(PreparedRange.from_json(r) for r in getattr(p, "xa_prepared", []))
+        opts = StreamOptions(server_id=p.server_id,
+                             start=Position(p.start_file, p.start_pos, xa_prepared=xa),
                              until_end=True, stop_at=(p.end_file, p.end_pos),
                              heartbeat=self.opts.heartbeat, tables=self.opts.table_filter(),
                              max_reconnects=5, hostname="binlake-spark",
@@ -1136,7 +1154,17 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield builder.flush()
 
 
-def _thin(points: list[tuple[str, int]], n: int) -> list[tuple[str, int]]:
+def _oldest_needed(p: Position) -> tuple[str, int]:
+    """The oldest binlog place a reader from `p` may read: `p`, or the start of the oldest
+    XA PREPARE pending there (its COMMIT re-reads it)."""
+    here = (p.file or "", p.pos)
+    for r in p.xa_prepared:
+        if offset_key(r.file, r.start) < offset_key(*here):
+            here = (r.file, r.start)
+    return here
+
+
+def _thin(points: list[Any], n: int) -> list[Any]:
     """At most n split points, evenly picked (keeps partitions balanced in bytes)."""
     if len(points) <= n:
         return points

@@ -26,6 +26,7 @@ from __future__ import annotations
 from ..events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 from ..wire import Buffer, need, packed_int, raw, u8, u32, u64, uint_n
 from ...errors import DecodeError
+from ...xa import xid_text
 
 __all__ = [
     "decode_gtid",
@@ -283,11 +284,6 @@ _MARIA_GTID_POST_HEADER = 19
 _XID_MAX_PART = 64
 
 
-def _xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
-    """The XID as MariaDB's mariadb-binlog prints it: X'gtrid',X'bqual',format_id."""
-    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
-
-
 def decode_maria_gtid(body: memoryview, base: dict) -> MariaGtidEvent:
     """MARIADB_GTID (162): seq_no 8, domain 4, flags 1, then optional parts by flag.
 
@@ -314,8 +310,7 @@ def decode_maria_gtid(body: memoryview, base: dict) -> MariaGtidEvent:
                 f"MariaDB GTID XID lengths {gtrid_len}/{bqual_len} exceed {_XID_MAX_PART}")
         gtrid, pos = raw(body, pos, gtrid_len, "MariaDB GTID XID gtrid")
         bqual, pos = raw(body, pos, bqual_len, "MariaDB GTID XID bqual")
-        signed_fid = format_id - (1 << 32) if format_id >= (1 << 31) else format_id
-        xid = _xid_text(signed_fid, gtrid, bqual)
+        xid = xid_text(format_id, gtrid, bqual)  # as mariadb-binlog prints it
     if pos < len(body):
         flags_extra, pos = u8(body, pos, "MariaDB GTID flags_extra")
         if flags_extra & _FL_EXTRA_MULTI_ENGINE:

@@ -1,0 +1,188 @@
+"""XA transactions: changes prepared in one event group and decided in a later one.
+
+MariaDB 10.5+ and MySQL 5.7.7+ log `XA PREPARE` as an event group of its own: the rows, then
+`XA END` and an XA_PREPARE event. The decision comes later, in a group holding only the
+statement `XA COMMIT xid` or `XA ROLLBACK xid`, with any number of other transactions in
+between. A change is committed by the XA COMMIT alone, so binlake hands its records out there,
+stamped with the XA COMMIT's position and GTID, and never at the PREPARE; a ROLLBACK drops them
+(a reader that handed them out at PREPARE would leave phantom rows behind a rollback).
+
+A prepared transaction can outlive any reader, so a position taken between PREPARE and the
+decision carries each pending XID with the byte range of its PREPARE group (`PreparedRange`).
+A reader that meets an XA COMMIT whose rows it did not hold (it started or resumed after the
+PREPARE, or it is a Spark task reading a later range) re-reads that range.
+
+`XA COMMIT ... ONE PHASE` is an ordinary transaction in MariaDB's binlog; MySQL logs it as a
+prepare group whose XA_PREPARE event says `one_phase`: its records go out at that event.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .errors import BinlakeError
+
+HOLD_NOTE = ("records of a prepared XA transaction are held in memory from XA PREPARE to its "
+             "decision (re-read from the binlog when the reader did not see the PREPARE)")
+
+
+class XaError(BinlakeError):
+    """An XA decision whose prepared changes cannot be found."""
+
+
+def xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
+    """The one spelling of an XID binlake compares: X'gtrid',X'bqual',format_id (signed), as
+    MariaDB's GTID events and both servers' XA statements in the binlog write it."""
+    if format_id >= 1 << 31:
+        format_id -= 1 << 32
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
+
+
+_PART = r"(?:[xX]'[0-9a-fA-F]*'|0[xX][0-9a-fA-F]+|'(?:[^'\\]|\\.|'')*')"
+_XID = re.compile(rf"^\s*({_PART})(?:\s*,\s*({_PART})(?:\s*,\s*(-?\d+))?)?\s*$", re.DOTALL)
+_DECISION = re.compile(r"^\s*XA\s+(COMMIT|ROLLBACK)\s+(.*?)(\s+ONE\s+PHASE)?\s*;?\s*$",
+                       re.IGNORECASE | re.DOTALL)
+_START = re.compile(r"^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$",
+                    re.IGNORECASE | re.DOTALL)
+
+
+def _literal(text: str) -> bytes:
+    if text[0] in "xX" and text[1] == "'":
+        return bytes.fromhex(text[2:-1])
+    if text[0] == "0":
+        digits = text[2:]
+        return bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits)
+    body = text[1:-1].replace("''", "'")
+    return re.sub(r"\\(.)", lambda m: {"0": "\0", "n": "\n", "r": "\r", "t": "\t",
+                                      "Z": "\x1a"}.get(m.group(1), m.group(1)),
+                  body, flags=re.DOTALL).encode("utf-8")
+
+
+def parse_xid(text: str) -> str:
+    """'xa1' / X'786131',X'',1 / 'a','b',7 as written after XA COMMIT -> `xid_text` form."""
+    m = _XID.match(text)
+    if m is None:
+        raise XaError(f"cannot read the XID {text!r}")
+    gtrid = _literal(m.group(1))
+    bqual = _literal(m.group(2)) if m.group(2) else b""
+    return xid_text(int(m.group(3)) if m.group(3) else 1, gtrid, bqual)
+
+
+def decision(query: str) -> tuple[bool, str] | None:
+    """(commit?, xid) for `XA COMMIT xid` / `XA ROLLBACK xid`; None for anything else (and for
+    XA COMMIT ... ONE PHASE, which is never logged as a decision of its own)."""
+    if not query[:8].lstrip()[:2].upper() == "XA":
+        return None
+    m = _DECISION.match(query)
+    if m is None or m.group(3):
+        return None
+    return m.group(1).upper() == "COMMIT", parse_xid(m.group(2))
+
+
+def xa_start(query: str) -> str | None:
+    """The XID of `XA START xid` (MySQL opens its prepare groups with it), else None."""
+    if not query[:8].lstrip()[:2].upper() == "XA":
+        return None
+    m = _START.match(query)
+    return parse_xid(m.group(1)) if m is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRange:
+    """Where a pending XA transaction's PREPARE group lies: [start, end) of `file`."""
+
+    xid: str
+    file: str
+    start: int
+    end: int
+
+    def to_json(self) -> list[Any]:
+        return [self.xid, self.file, self.start, self.end]
+
+    @classmethod
+    def from_json(cls, data: Any) -> "PreparedRange":
+        ok = (isinstance(data, (list, tuple)) and len(data) == 4 and isinstance(data[0], str)
+              and isinstance(data[1], str) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                   and v >= 4 for v in data[2:])
+              and data[2] < data[3])
+        if not ok:
+            raise ValueError(f"a prepared XA range is [xid, file, start, end], not {data!r}")
+        return cls(data[0], data[1], data[2], data[3])
+
+    def __str__(self) -> str:
+        return f"{self.xid} prepared at {self.file}:{self.start}-{self.end}"
+
+
+class XaLedger:
+    """The pending prepared XA transactions of one reader, across its connections.
+
+    Sans-IO: the change tracker tells it what the binlog says (a prepare group opens, its
+    records, its XA_PREPARE event, a decision) and asks it what to hand out.
+    """
+
+    def __init__(self, pending: Iterable[PreparedRange] = ()) -> None:
+        self._ranges: dict[str, PreparedRange] = {r.xid: r for r in pending}
+        self._held: dict[str, list[Any]] = {}
+        self._open: tuple[str, str, int] | None = None
+        """(xid, file, start) of the prepare group being read."""
+        self._buffer: list[Any] | None = None
+
+    @property
+    def holding(self) -> bool:
+        """Inside a prepare group: its records are held, not handed out."""
+        return self._open is not None
+
+    @property
+    def keeps_records(self) -> bool:
+        return self._buffer is not None
+
+    def begin(self, xid: str, file: str | None, start: int, *, keep: bool) -> None:
+        """A prepare group opens at `start` (its GTID event, or XA START without one)."""
+        self._open = (xid, file or "", start)
+        self._buffer = [] if keep else None
+
+    def hold(self, records: list[Any]) -> None:
+        if self._buffer is not None:
+            self._buffer.extend(records)
+
+    def prepared(self, xid: str, end: int, one_phase: bool) -> list[Any] | None:
+        """The XA_PREPARE event (ending at `end`). One phase (MySQL): the group is a commit,
+        its records go out now. Else the transaction is pending until its decision."""
+        opened, buffer = self._open, self._buffer
+        self._open = self._buffer = None
+        if opened is None or opened[0] != xid:
+            raise XaError(f"XA_PREPARE of {xid} ending at {end} closes "
+                          f"{'no XA transaction' if opened is None else opened[0]}",
+                          hint="the binlog is cut inside an XA transaction; start at a boundary")
+        if one_phase:
+            return buffer or []
+        self._ranges[xid] = PreparedRange(xid, opened[1], opened[2], end)
+        if buffer is not None:
+            self._held[xid] = buffer
+        return None
+
+    def decide(self, xid: str) -> tuple[PreparedRange | None, list[Any] | None]:
+        """XA COMMIT / ROLLBACK of `xid`: its range (None if never seen) and held records
+        (None if not held); either way it is pending no more."""
+        return self._ranges.pop(xid, None), self._held.pop(xid, None)
+
+    def abort(self) -> None:
+        """The reader reconnects inside a prepare group: the group is read again."""
+        self._open = self._buffer = None
+
+    def ranges(self) -> tuple[PreparedRange, ...]:
+        """The pending transactions, oldest PREPARE first (what a position carries)."""
+        return tuple(sorted(self._ranges.values(), key=lambda r: (r.file, r.start)))
+
+    def take(self, xid: str) -> list[Any] | None:
+        """The records held for `xid` (a re-read hands them to the reader that asked)."""
+        self._ranges.pop(xid, None)
+        return self._held.pop(xid, None)
+
+    def rewind(self, ranges: Iterable[PreparedRange]) -> None:
+        """A reconnect resumes at a boundary: pending again is what was pending there (a
+        decision read since is read again; its records, no longer held, are re-read)."""
+        self._ranges = {r.xid: r for r in ranges}
+        self._held = {x: v for x, v in self._held.items() if x in self._ranges}
+        self.abort()
