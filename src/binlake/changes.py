@@ -310,7 +310,8 @@ class ChangeTracker:
 
     def __init__(self, tables: Callable[[str, str], bool] | None = None, *,
                  xa: XaLedger | None = None,
-                 reread: Callable[[PreparedRange], list[ChangeRecord]] | None = None,
+                 reread: Callable[[PreparedRange, tuple[str | None, int]], list[ChangeRecord]]
+                 | None = None,
                  locate: Callable[[str, tuple[str | None, int]], PreparedRange | None] | None = None,
                  walk: bool = False) -> None:
         self.table_filter = tables
@@ -427,7 +428,7 @@ class ChangeTracker:
                 raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT {xid} commits changes "
                               f"{rng}, which this reader did not read and cannot re-read",
                               hint="include that binlog file in the input")
-            held = self.reread(rng)
+            held = self.reread(rng, (ev.file, ev.offset))  # (the COMMIT's place)
         gtid, file, pos, end, inner = self.gtid, ev.file, ev.offset, ev.end, ev.inner_index
         for i, rec in enumerate(held):
             rec.file, rec.pos, rec.end_pos, rec.inner, rec.row, rec.gtid = (

@@ -124,7 +124,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         decoder_options = dict(keys=keys, allow_unknown=allow_unknown_events,
                                verify_checksums=not no_verify_checksums, table_filter=tfilter,
                                table_resolver=resolver)
-        tracker = ChangeTracker(tfilter, reread=lambda rng: _reread_prepared(
+        tracker = ChangeTracker(tfilter, reread=lambda rng, _at: _reread_prepared(
             files, rng, tfilter, **decoder_options))
         for fi, path in enumerate(files):
             n_bytes += Path(path).stat().st_size

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from binlake.cli import main
 from binlake.replica.checkpoint import CheckpointStore
 from binlake.replica.position import Position
-from binlake.replica.stream import BinlogStream, StreamOptions
+from binlake.replica.connection import MySQLConnection
+from binlake.replica.stream import BinlogStream, StreamOptions, find_prepares, prepared_xids
 from binlake.replica.url import ServerURL
 
 from tcpproxy import TcpProxy  # tests/integration is on sys.path
@@ -161,3 +162,27 @@ def test_link_cut_inside_a_big_prepare(mariadb) -> None:
         proxy.close()
     assert bs.reconnects == 1
     assert got == ref  # the held rows of the cut PREPARE were read again, once
+
+
+def test_prepared_before_a_fresh_start_is_found(mariadb) -> None:
+    """A stream started after the PREPARE with no position saying so (at the primary's end, as
+    after a snapshot): XA RECOVER names the transaction, a walk back finds its PREPARE, and
+    the commit brings its rows."""
+    mariadb.sql("DROP TABLE IF EXISTS xa_fresh", "CREATE TABLE xa_fresh (id INT PRIMARY KEY, v VARCHAR(20))")
+    conn = mariadb.connect()
+    try:
+        prepare(conn, "xa_fresh-1", "INSERT INTO xa_fresh VALUES (7, 'seven')")
+        start = mariadb.binlog_end()
+        url = ServerURL.parse(mariadb.url)
+        with MySQLConnection.connect(url.host, url.port, url.user, url.password) as c:
+            pending = prepared_xids(c)
+        xid = "X'78615f66726573682d31',X'',1"
+        assert xid in pending
+        found = find_prepares(url, {xid}, start, server_id=6449999)
+        assert found[xid].file == start[0] and found[xid].end <= start[1]
+        conn.cursor().execute("XA COMMIT 'xa_fresh-1'")
+    finally:
+        conn.close()
+    got, _ = read(mariadb.url, Position(*start), "xa_fresh")
+    assert ids(got) == [("insert", 7)]
+    assert got == decoded(mariadb, "xa_fresh", start)

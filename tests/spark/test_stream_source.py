@@ -270,6 +270,29 @@ def test_xa_rows_go_out_in_the_batch_of_their_commit(server: Any) -> None:
     assert [as_decoded(x) for x in rows] == expected
 
 
+def test_a_query_started_while_an_xa_is_prepared_gets_its_rows(server: Any, tmp_path: Path) -> None:
+    """startingPosition 'latest' (a sync's snapshot point) after an XA PREPARE: the initial
+    offset carries it, so its COMMIT brings the rows the snapshot could not see. The schema
+    history starts after the PREPARE: its rows take the table's shape at the COMMIT."""
+    create(server, "sy")
+    conn = server.connect()
+    try:
+        conn.cursor().execute("XA START 'sy-1'")
+        conn.cursor().execute("INSERT INTO sy VALUES (1, 'xa', 1)")
+        conn.cursor().execute("XA END 'sy-1'")
+        conn.cursor().execute("XA PREPARE 'sy-1'")
+        r = BinlogStreamReader({"url": server.url, "tables": f"{DB}.sy",
+                                "schemaHistory": str(tmp_path / "history.json")})
+        s0 = r.initialOffset()
+        assert [x[0] for x in s0["xa_prepared"]] == ["X'73792d31',X'',1"]
+        conn.cursor().execute("XA COMMIT 'sy-1'")
+    finally:
+        conn.close()
+    o1 = r.latestOffset(s0, ReadAllAvailable())
+    rows = [x for p in r.partitions(s0, o1) for b in r.read(p) for x in b.to_pylist()]
+    assert [(x["op"], json.loads(x["after"])["id"]) for x in rows] == [("insert", 1)]
+
+
 def test_read_fails_loudly_past_the_primarys_end(server: Any) -> None:
     """A range ending beyond what the server has (failover to a server with less binlog)."""
     f, p = server.binlog_end()

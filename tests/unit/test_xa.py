@@ -87,7 +87,8 @@ def test_a_reader_that_starts_after_the_prepare_reads_its_range(corpus_dir: Path
 
     calls = []
 
-    def reread(r: PreparedRange) -> list:
+    def reread(r: PreparedRange, at: tuple) -> list:
+        assert at == (path.name, COMMIT_QUERY[0])
         calls.append(r)
         return prepared_records(read_range(path, r.start, r.end), r)
 

@@ -6,11 +6,12 @@ boundaries). Row changes come out of `BinlogStream.changes()`; after each one,
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..binlog.constants import ChecksumAlg, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
@@ -25,7 +26,7 @@ from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
 from .position import BoundaryError, Position, TransactionBoundaries
 from .url import ServerURL
-from ..xa import PreparedRange, XaError, XaLedger, decision
+from ..xa import PreparedRange, XaError, XaLedger, decision, parse_xid, xid_text
 
 log = logging.getLogger("binlake.replica")
 
@@ -38,6 +39,16 @@ _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in
 
 def _no_table(schema: str, table: str) -> bool:
     return False
+
+
+class _ResolveAt:
+    """A table resolver asked as if every TABLE_MAP were at one binlog place."""
+
+    def __init__(self, inner: TableResolver, file: str, pos: int) -> None:
+        self.inner, self.file, self.pos = inner, file, pos
+
+    def resolve(self, tm: Any) -> Any:
+        return self.inner.resolve(dataclasses.replace(tm, file=self.file, offset=self.pos))
 
 
 class ResumeMismatch(BinlakeError):
@@ -672,16 +683,21 @@ class BinlogStream:
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
 
-    def _reread(self, rng: PreparedRange) -> list[ChangeRecord]:
+    def _reread(self, rng: PreparedRange, at: tuple[str | None, int]) -> list[ChangeRecord]:
         """The records of an XA PREPARE this stream did not read (it started or resumed after
-        it): a short second dump of the PREPARE's range, with this stream's decoding options."""
+        it): a short second dump of the PREPARE's range, with this stream's decoding options.
+        Table shapes are those at the COMMIT (`at`): the prepared transaction holds its
+        tables' metadata locks until then, and a schema history may start after the PREPARE."""
         opts = self.options
+        resolver = opts.table_resolver
+        if resolver is not None and at[0] is not None:
+            resolver = _ResolveAt(resolver, at[0], at[1])
         log.info("re-reading an XA PREPARE", extra={"xa": str(rng)})
         side = BinlogStream(self.url, StreamOptions(
             server_id=self._side_id(), start=Position(rng.file, rng.start), until_end=True,
             stop_at=(rng.file, rng.end), heartbeat=opts.heartbeat, max_reconnects=5,
             tables=opts.tables, verify_checksums=opts.verify_checksums,
-            table_resolver=opts.table_resolver, json_images=opts.json_images,
+            table_resolver=resolver, json_images=opts.json_images,
             hostname=opts.hostname))
         try:
             for _ in side.batches():
@@ -707,29 +723,9 @@ class BinlogStream:
         file, pos = before
         if file is None:
             return None
-        b = Position(file, pos)
-        with self._connect() as side:
-            logs = [(row[0], int(row[1])) for row in side.query("SHOW BINARY LOGS").rows]
-        names = [name for name, _ in logs]
-        if b.file not in names:
-            return None
-        opts = self.options
-        for name, size in reversed(logs[:names.index(b.file) + 1]):
-            stop = b.pos if name == b.file else size
-            log.info("looking for an XA PREPARE", extra={"xid": xid, "file": name})
-            walker = BinlogStream(self.url, StreamOptions(
-                server_id=self._side_id(), start=Position(name, 4), until_end=True, stop_at=(name, stop),
-                heartbeat=opts.heartbeat, max_reconnects=5, tables=_no_table, xa_walk=True,
-                verify_checksums=opts.verify_checksums, hostname=opts.hostname))
-            try:
-                for _ in walker.batches():
-                    pass
-            finally:
-                walker.close()
-            hit = [r for r in walker._xa.ranges() if r.xid == xid]
-            if hit:
-                return hit[-1]
-        return None
+        o = self.options
+        return find_prepares(self.url, {xid}, (file, pos), server_id=self._side_id(),
+                             heartbeat=o.heartbeat, verify_checksums=o.verify_checksums).get(xid)
 
     def _ack(self, conn: MySQLConnection, dec: BinlogDecoder, last: Event) -> None:
         """Semi-sync ACK: everything up to the end of `last` was handed out (and, through
@@ -740,3 +736,58 @@ class BinlogStream:
         if file is None:
             return
         conn.send_raw(dlg.semi_sync_ack_payload(file, pos))
+
+
+def prepared_xids(conn: MySQLConnection) -> set[str] | None:
+    """The XA transactions prepared on the primary now (XA RECOVER, with the XID spelled in
+    hex so any bytes survive), in `xid_text` form; None when the account may not ask."""
+    mariadb = conn.flavor == "mariadb"
+    try:
+        rows = conn.query("XA RECOVER FORMAT='SQL'" if mariadb else "XA RECOVER CONVERT XID").rows
+    except ServerError as exc:
+        log.warning("XA RECOVER refused (%s): XA transactions prepared before the start are "
+                    "found when their commit is read", exc.server_message)
+        return None
+    out = set()
+    for fmt, glen, blen, data in (r[:4] for r in rows):
+        text = data.decode("ascii") if isinstance(data, bytes) else str(data)
+        if mariadb:  # X'gtrid',X'bqual',format
+            out.add(parse_xid(text))
+        else:  # 0x + hex of gtrid and bqual together
+            raw = bytes.fromhex(text[2:])
+            out.add(xid_text(int(fmt), raw[:int(glen)], raw[int(glen):int(glen) + int(blen)]))
+    return out
+
+
+def find_prepares(url: ServerURL, xids: set[str], before: tuple[str, int], *, server_id: int,
+                  heartbeat: float = 5.0, verify_checksums: bool = True
+                  ) -> dict[str, PreparedRange]:
+    """Where the XA transactions `xids` were prepared, left pending at `before`: the binlog files
+    up to there are walked (event groups only, no row decoded), newest first, until each is
+    found or the oldest file is done."""
+    with MySQLConnection.connect(url.host, url.port, url.user, url.password,
+                                 **url.connect_kwargs()) as side:
+        logs = [(row[0], int(row[1])) for row in side.query("SHOW BINARY LOGS").rows]
+    names = [name for name, _ in logs]
+    file, pos = before
+    if file not in names or not xids:
+        return {}
+    found: dict[str, PreparedRange] = {}
+    for name, size in reversed(logs[:names.index(file) + 1]):
+        stop = pos if name == file else size
+        log.info("looking for XA PREPAREs", extra={"xids": sorted(xids - found.keys()), "file": name})
+        walker = BinlogStream(url, StreamOptions(
+            server_id=server_id, start=Position(name, 4), until_end=True, stop_at=(name, stop),
+            heartbeat=heartbeat, max_reconnects=5, tables=_no_table, xa_walk=True,
+            verify_checksums=verify_checksums, hostname="binlake-xa-walk"))
+        try:
+            for _ in walker.batches():
+                pass
+        finally:
+            walker.close()
+        for r in walker._xa.ranges():
+            if r.xid in xids and r.xid not in found:
+                found[r.xid] = r
+        if found.keys() >= xids:
+            break
+    return found

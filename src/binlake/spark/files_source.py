@@ -117,7 +117,7 @@ class BinlogFilesReader(DataSourceReader):
         def locate(xid: str, before: Any) -> Any:
             return locate_prepared(earlier, xid, keys=keys)
 
-        def reread(rng: Any) -> list[Any]:
+        def reread(rng: Any, at: Any) -> list[Any]:
             path = folder.get(rng.file)
             if path is None:
                 raise ConfigError(f"XA transaction {rng}: that binlog file is not in the input",

@@ -79,6 +79,7 @@ import os
 import re
 import time
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -721,12 +722,33 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """startingPosition, resolved once per run (Spark asks more than once; 'latest' must
         not move in between)."""
         if self._initial is None:
-            start = self._resolve_start(self.opts.starting)
+            start = self._with_pending_xa(self._resolve_start(self.opts.starting))
             # The history's start is the query's start: bootstrapped now, while information_
             # schema still shows the shapes there ("latest"), or checked against the binlog.
             self._schema_for(start)
             self._initial = offset_of(start)
         return self._initial
+
+    def _with_pending_xa(self, p: Position) -> Position:
+        """The start with the XA transactions prepared before it and undecided now (XA
+        RECOVER; their PREPAREs found by walking the binlog back): a snapshot at the start
+        cannot see their rows, so their COMMIT must bring them. (One decided between an old
+        start and now is found by the task that reads its COMMIT.)"""
+        from ..replica.stream import find_prepares, prepared_xids
+
+        if p.xa_prepared or p.file is None:
+            return p
+        conn = _connect(self.opts.url)
+        try:
+            xids = prepared_xids(conn)
+        finally:
+            conn.close()
+        if not xids:
+            return p
+        found = find_prepares(self.opts.url, xids, (p.file, p.pos),
+                              server_id=self.opts.server_id_base, heartbeat=self.opts.heartbeat)
+        ranges = tuple(sorted(found.values(), key=lambda r: offset_key(r.file, r.start)))
+        return dataclasses.replace(p, xa_prepared=ranges)
 
     def _resolve_start(self, text: str) -> Position:
         url = self.opts.url
