@@ -235,6 +235,52 @@ def test_sync_equals_source_under_concurrent_writes(spark: Any, mariadb_factory:
         assert int(prom["binlake_sync_binlog_position"]) > 4
 
 
+def _xa(conn: Any, xid: str, *statements: str, decide: str | None = None) -> None:
+    """XA START .. statements .. XA END, XA PREPARE, then `decide` ('COMMIT'/'ROLLBACK')."""
+    with conn.cursor() as cur:
+        cur.execute(f"XA START '{xid}'")
+        for stmt in statements:
+            cur.execute(stmt)
+        cur.execute(f"XA END '{xid}'")
+        cur.execute(f"XA PREPARE '{xid}'")
+        if decide:
+            cur.execute(f"XA {decide} '{xid}'")
+
+
+def test_sync_with_xa_transactions(spark: Any, mariadb_factory: Any, tmp_path: Path) -> None:
+    """An XA transaction prepared before the snapshot and committed after it (the snapshot
+    cannot see its rows; its COMMIT must bring them), one rolled back (its rows never reach
+    Delta), one prepared and committed between syncs around an ordinary transaction."""
+    server = mariadb_factory()
+    server.sql(f"CREATE DATABASE {DB}", database=None)
+    server.sql("CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL)",
+               "INSERT INTO acct VALUES " + ",".join(f"({i}, {i * 10})" for i in range(1, 21)),
+               database=DB)
+    warehouse = tmp_path / "wh"
+    pre, other = server.connect(database=DB), server.connect(database=DB)
+    try:
+        _xa(pre, "pre", "UPDATE acct SET bal = bal + 1 WHERE id = 1", "INSERT INTO acct VALUES (50, 5)",
+            "DELETE FROM acct WHERE id = 20")
+        first = run_sync(options(server, warehouse, chunk_size=7), spark=spark)
+        assert first.snapshot_rows == 20
+        # prepared, not committed: invisible to the snapshot
+        assert server.sql("SELECT COUNT(*) FROM acct WHERE id = 50", database=DB) == [(0,)]
+        pre.cursor().execute("XA COMMIT 'pre'")
+        _xa(other, "rb", "INSERT INTO acct VALUES (60, 6)", "DELETE FROM acct WHERE id = 2",
+            decide="ROLLBACK")
+        _xa(other, "ok", "UPDATE acct SET bal = 0 WHERE id = 3", "INSERT INTO acct VALUES (70, 7)")
+        pre.cursor().execute("UPDATE acct SET bal = -4 WHERE id = 4")
+        other.cursor().execute("XA COMMIT 'ok'")
+    finally:
+        pre.close()
+        other.close()
+    run_sync(options(server, warehouse, chunk_size=7), spark=spark)
+    counts = assert_lake_equals_source(spark, server, warehouse)
+    assert counts == {"acct": 21}
+    ids = {r[0] for r in server.sql("SELECT id FROM acct", database=DB)}
+    assert {50, 70} <= ids and 60 not in ids and {2, 20} & ids == {2}
+
+
 # -- 2. SCD type 2 ------------------------------------------------------------------------------
 
 def test_scd2_history_follows_the_changes(spark: Any, mariadb_factory: Any, tmp_path: Path) -> None:
