@@ -342,6 +342,7 @@ class ChangeTracker:
         elif isinstance(ev, QueryEvent):
             if ev.query[:3].upper() != "XA ":
                 return
+            self._decided = None  # (one left by an event nobody asked records of)
             xid = xa_start(ev.query)
             if xid is not None and not self.xa.holding:  # MySQL: XA START opens the group
                 file, start = self._group if self._group is not None else (ev.file, ev.offset)

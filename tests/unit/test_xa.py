@@ -119,6 +119,16 @@ def test_decode_cli_from_a_start_position_after_the_prepare(corpus_dir: Path) ->
     assert [(r["after"]["id"], r["position"]["pos"]) for r in rows] == [(103, COMMIT_QUERY[0])]
 
 
+def test_decode_cli_gtid_filter_follows_the_commit(corpus_dir: Path) -> None:
+    """The rows belong to the COMMIT's GTID: asking for it finds them (the PREPARE group,
+    filtered out, is re-read); asking for the PREPARE's GTID finds none."""
+    path = str(corpus_dir / XA_FILE)
+    for gtids, want in (("0-1-173", [103]), ("0-1-172", [])):
+        res = CliRunner().invoke(cli, ["decode", "--gtid", gtids, path])
+        assert res.exit_code == 0, res.output
+        assert [json.loads(line)["after"]["id"] for line in res.output.splitlines()] == want, gtids
+
+
 def _events(corpus_dir: Path) -> dict[str, object]:
     """Real events to build MySQL-shaped XA groups from (no MySQL server logs XA here)."""
     evs = list(read_events(corpus_dir / XA_FILE))
