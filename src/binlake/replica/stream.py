@@ -749,13 +749,18 @@ def prepared_xids(conn: MySQLConnection) -> set[str] | None:
                     "found when their commit is read", exc.server_message)
         return None
     out = set()
-    for fmt, glen, blen, data in (r[:4] for r in rows):
-        text = data.decode("ascii") if isinstance(data, bytes) else str(data)
-        if mariadb:  # X'gtrid',X'bqual',format
-            out.add(parse_xid(text))
-        else:  # 0x + hex of gtrid and bqual together
-            raw = bytes.fromhex(text[2:])
-            out.add(xid_text(int(fmt), raw[:int(glen)], raw[int(glen):int(glen) + int(blen)]))
+    try:
+        for fmt, glen, blen, data in (r[:4] for r in rows):
+            text = data.decode("ascii") if isinstance(data, bytes) else str(data)
+            if mariadb:  # X'gtrid',X'bqual',format
+                out.add(parse_xid(text))
+            else:  # 0x + hex of gtrid and bqual together
+                raw = bytes.fromhex(text[2:])
+                out.add(xid_text(int(fmt), raw[:int(glen)], raw[int(glen):int(glen) + int(blen)]))
+    except (ValueError, XaError) as exc:
+        log.warning("XA RECOVER answered in an unexpected form (%s): XA transactions prepared "
+                    "before the start are found when their commit is read", exc)
+        return None
     return out
 
 
