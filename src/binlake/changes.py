@@ -500,6 +500,11 @@ def prepared_records(events: Iterable[Event], rng: PreparedRange,
     return held
 
 
+def no_table(schema: str, table: str) -> bool:
+    """A table filter that keeps no table (walks that need event groups, not rows)."""
+    return False
+
+
 def table_filter(spec: str | None) -> Callable[[str, str], bool] | None:
     """`db.table,db2.*` -> predicate; None when no filter was given."""
     if not spec:

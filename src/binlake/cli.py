@@ -166,8 +166,8 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
 
 
 def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> list[Any]:
-    """An XA COMMIT whose PREPARE was not decoded here (before --start-position): its records
-    from the PREPARE's range, in the given files or beside them."""
+    """An XA COMMIT whose PREPARE was not decoded here (before --start-position, or left out
+    by --gtid): its records from the PREPARE's range, in the given files or beside them."""
     from .changes import prepared_records
     from .errors import ConfigError
     from .files import read_range

@@ -78,19 +78,15 @@ def read_range(path: str | Path, start: int, end: int, **decoder_options: Any) -
         raise exc.located(file=str(path)) if exc.file is None else exc
 
 
-def _no_table(schema: str, table: str) -> bool:
-    return False
-
-
 def locate_prepared(paths: Iterable[str | Path], xid: str, **decoder_options: Any) -> Any:
     """The PREPARE group of `xid` left pending at the end of one of `paths` (newest file
     first), as a `PreparedRange`; None if none has it. For a reader of a later file that
     meets the XA COMMIT. Rows are not decoded (only event headers and group boundaries)."""
-    from .changes import ChangeTracker
+    from .changes import ChangeTracker, no_table
 
     for path in reversed([Path(p) for p in paths]):
         tracker = ChangeTracker()
-        for ev in read_events(path, table_filter=_no_table, **decoder_options):
+        for ev in read_events(path, table_filter=no_table, **decoder_options):
             tracker.observe(ev, keep=False)
         for rng in tracker.xa.ranges():
             if rng.xid == xid:

@@ -19,7 +19,7 @@ from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
     XaPrepareEvent,
 )
-from ..changes import ChangeRecord, ChangeTracker
+from ..changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..gtid import MariaGtidState, MySQLGtidSet
 from . import dialogue as dlg
@@ -35,10 +35,6 @@ _TRANSIENT_SERVER_ERRORS = {1053, 1077, 1152, 1158, 1159, 1160, 1161, 1927, 2006
 _POSITION_HINT = ("start from a position it still has (--start FILE:POS or --gtid), or re-snapshot "
                   "the tables and stream from the current end; nothing was read")
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
-
-
-def _no_table(schema: str, table: str) -> bool:
-    return False
 
 
 class _ResolveAt:
@@ -783,7 +779,7 @@ def find_prepares(url: ServerURL, xids: set[str], before: tuple[str, int], *, se
         log.info("looking for XA PREPAREs", extra={"xids": sorted(xids - found.keys()), "file": name})
         walker = BinlogStream(url, StreamOptions(
             server_id=server_id, start=Position(name, 4), until_end=True, stop_at=(name, stop),
-            heartbeat=heartbeat, max_reconnects=5, tables=_no_table, xa_walk=True,
+            heartbeat=heartbeat, max_reconnects=5, tables=no_table, xa_walk=True,
             verify_checksums=verify_checksums, hostname="binlake-xa-walk"))
         try:
             for _ in walker.batches():

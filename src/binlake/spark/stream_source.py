@@ -79,8 +79,7 @@ import os
 import re
 import time
 import uuid
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -94,11 +93,12 @@ from ..binlog.constants import EventType as E
 from ..binlog.events import (
     GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
 )
+from ..changes import no_table
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..replica.position import BoundaryError, Position, TransactionBoundaries
 from ..replica.stream import PositionUnavailable
 from ..replica.url import ServerURL
-from ..xa import PreparedRange
+from ..xa import PreparedRange, XaLedger
 from .arrow import file_index
 from .files_source import BinlogFilesDataSource
 
@@ -416,10 +416,6 @@ _SKIPPABLE = frozenset({*ROWS_EVENT_TYPES, E.TABLE_MAP, E.MARIADB_ANNOTATE_ROWS,
 _GTID_EVENTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
 
 
-def _reject_all(schema: str, table: str) -> bool:
-    return False
-
-
 def _holds(state: Any, gset: Any, gtid: str) -> bool:
     """Whether a MariaDB GTID state / MySQL GTID set already covers `gtid`."""
     return bool(state.contains(gtid) if state is not None else gset.contains(gtid))
@@ -445,9 +441,7 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
     if count_rows:
         decode_filter = tables  # rows of other tables stay undecoded
     else:
-        decode_filter = _reject_all  # no row image is decoded at all
-    from ..xa import XaLedger
-
+        decode_filter = no_table  # no row image is decoded at all
     # Follows event groups and XA PREPAREs (keeping no records): offsets carry the pending.
     tracker = ChangeTracker(tables, xa=XaLedger(start.xa_prepared))
     tx = TransactionBoundaries()
@@ -748,7 +742,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found = find_prepares(self.opts.url, xids, (p.file, p.pos),
                               server_id=self.opts.server_id_base, heartbeat=self.opts.heartbeat)
         ranges = tuple(sorted(found.values(), key=lambda r: offset_key(r.file, r.start)))
-        return dataclasses.replace(p, xa_prepared=ranges)
+        return replace(p, xa_prepared=ranges)
 
     def _resolve_start(self, text: str) -> Position:
         url = self.opts.url
@@ -814,7 +808,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             dump = _Dump(url, self.opts.server_id_base, self.opts.heartbeat,
                          gtid_state=str(state) if state is not None else None,
                          gtid_set=str(gset) if gset is not None else None,
-                         table_filter=_reject_all)
+                         table_filter=no_table)
         except ServerError as exc:
             raise OffsetUnavailable(f"the primary {url} cannot stream from GTID position {text}: "
                                     f"{exc.server_message} (error {exc.code})", hint=_RECOVERY) from None
@@ -853,7 +847,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """With several domains (source UUIDs) a GTID position need not be one point of the
         binlog: reading by file offset from `first` must not meet a transaction it holds."""
         dump = _Dump(self.opts.url, self.opts.server_id_base, self.opts.heartbeat, start=first,
-                     table_filter=_reject_all)
+                     table_filter=no_table)
         try:
             for raw, code, log_pos, flags in dump.packets():
                 if not (code in _GTID_EVENTS or log_pos == 0 or flags & _ARTIFICIAL):
@@ -1008,7 +1002,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             scan(self.opts.url, Position(covered.file, covered.pos),
                  (file_index(at.file), at.pos), server_id=self.opts.server_id_base,
-                 heartbeat=self.opts.heartbeat, tables=_reject_all, schema=self._schema)
+                 heartbeat=self.opts.heartbeat, tables=no_table, schema=self._schema)
         except OffsetUnavailable as exc:
             raise OffsetUnavailable(
                 f"the schema history {self.opts.schema_history} has seen the binlog up to "
