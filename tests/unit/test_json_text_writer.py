@@ -192,3 +192,47 @@ def test_utf8_check_agrees_with_python_on_short_sequences() -> None:
     seqs += [b"x" * 17 + s + b"y" * 17 for s in seqs[256::97]]  # inside the 16-byte loop too
     buf = b"".join(_row("bytes", s) for s in seqs)
     assert _json_run(jdec, pydec, enc, buf) == _c_json_run(jdec, buf)
+
+
+# -- FLOAT text without %g retries (Schubfach on the float32): must be float32_text's --------
+
+def _floats_agree(bits: list[int]) -> None:
+    import struct
+
+    from binlake.changes import float32_text
+
+    col = [ColumnInfo(index=0, type=T.FLOAT, binlog_type=T.FLOAT, meta=4, nullable=True)]
+    jdec, _, _ = _json_pair(col, [True])
+    buf = b"".join(b"\x00" + (b % 2 ** 32).to_bytes(4, "little") for b in bits)
+    out: list = []
+    assert jdec.json_many(buf, 0, len(buf), out) == len(buf)
+    for b, img in zip(bits, out):
+        (f,) = struct.unpack("<f", (b % 2 ** 32).to_bytes(4, "little"))
+        if f != f or f in (float("inf"), float("-inf")):
+            continue  # not JSON numbers: the writer's own spelling, tested elsewhere
+        assert img == b'{"c0":' + repr(float32_text(f)).encode() + b"}", hex(b)
+
+
+def test_floats_print_as_the_shortest_float32_text() -> None:
+    """Every exponent with its neighbours (powers of two: the asymmetric intervals), powers of
+    ten, integers about 2^24, subnormals, and random bit patterns."""
+    import math
+    import random
+    import struct
+
+    def b(x: float) -> int:
+        return int.from_bytes(struct.pack("<f", x), "little")
+
+    bits = [0, 1 << 31, 1, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3DCCCCCD]
+    for e in range(-149, 128):
+        bits += [b(math.ldexp(1.0, e)) + d for d in (-1, 0, 1)]
+    for k in range(-45, 39):
+        try:
+            bits += [b(float(f"1e{k}")) + d for d in (-2, -1, 0, 1, 2)]
+        except OverflowError:
+            pass
+    bits += [b(float(i)) + d for i in range(2 ** 24 - 40, 2 ** 24 + 40) for d in (0, 1)]
+    rnd = random.Random(32)
+    bits += [b(rnd.randint(-10 ** 9, 10 ** 9) / 10 ** rnd.randint(0, 12)) for _ in range(30000)]
+    bits += [rnd.getrandbits(32) for _ in range(60000)]
+    _floats_agree([x % 2 ** 32 for x in bits])

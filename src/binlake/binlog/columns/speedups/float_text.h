@@ -135,8 +135,25 @@ static PyObject *set_pow10(PyObject *mod, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* changes.float32_text: the shortest %g (6..9 digits) that reads back as the same float32 */
+/* changes.float32_text: the shortest %g (6..9 digits) that reads back as the same float32.
+   That is the shortest decimal in the float32's rounding interval (the closest to it if
+   several: %g rounds correctly, and a shorter decimal in the interval is also the nearest
+   one of 6 digits, the interval being narrower than their spacing), so for normal floats it
+   is Schubfach with the float32's significand and exponent. Not for powers of two: their
+   interval is narrower below, and %g's nearest decimal may miss it where a farther, equally
+   short one above is in; %g then takes a digit more, and so must we. %g and strtod do those,
+   and subnormals, zeros, inf and nan. */
 static int put_float32(Buf *o, float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    int bq = (int)((bits >> 23) & 0xFF);
+    if (g_pow10 != NULL && bq != 0 && bq != 0xFF && (bits & 0x7FFFFF) != 0) {
+        uint64_t c = (1u << 23) | (bits & 0x7FFFFF), m;
+        int q = bq - 150, mq = -q, e;
+        if (mq > 0 && mq < 24 && ((c >> mq) << mq) == c) { m = c >> mq; e = 0; }  /* an integer */
+        else schubfach(q, c, 1, &m, &e);
+        return put_shortest(o, (int)(bits >> 31), m, e);
+    }
     double d = f;
     if (isfinite(d)) {
         for (int digits = 6; digits <= 9; digits++) {
