@@ -325,12 +325,15 @@ class ChangeTracker:
         read is no error, and hands out nothing."""
         self._group: tuple[str | None, int] | None = None
         """(file, offset) of the last GTID event: where its event group starts."""
-        self._released: list[ChangeRecord] | None = None
+        self._released: list[ChangeRecord] | PreparedRange | None = None
+        """What the XA_PREPARE event just observed hands out (MySQL one phase): its records,
+        or its range when they were not all seen here."""
         self._decided: tuple[str, bool, PreparedRange | None, list[ChangeRecord] | None] | None = None
 
     def observe(self, ev: Event, *, keep: bool = True) -> None:
         """Follow an event without asking for its records (keep=False: the caller will not
         hand this tracker every rows event of an XA PREPARE opened here either)."""
+        self._released = None  # (one left by an event nobody asked records of)
         if isinstance(ev, MariaGtidEvent):
             self.gtid = ev.gtid
             self._group = (ev.file, ev.offset)
@@ -353,7 +356,9 @@ class ChangeTracker:
         elif isinstance(ev, XaPrepareEvent):
             self._group = None
             xid = xid_text(ev.format_id, ev.gtrid, ev.bqual)
-            self._released = self.xa.prepared(xid, ev.end, ev.one_phase)
+            released, rng = self.xa.prepared(xid, ev.end, ev.one_phase)
+            if ev.one_phase:
+                self._released = released if released is not None else rng
         elif isinstance(ev, XidEvent):
             self._group = None
 
@@ -373,8 +378,16 @@ class ChangeTracker:
                 return []
             return recs
         if self._released is not None:  # MySQL's XA COMMIT ... ONE PHASE
-            recs, self._released = self._released, None
-            return recs
+            out, self._released = self._released, None
+            if isinstance(out, PreparedRange):  # its rows were not all seen here
+                if self.walk:
+                    return []
+                if self.reread is None:
+                    raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT ... ONE PHASE of {out}: "
+                                  "this reader did not read all its rows and cannot re-read them",
+                                  hint="start at a transaction boundary")
+                out = self.reread(out, (ev.file, ev.offset))
+            return out
         return []
 
     def _rows_records(self, ev: RowsEvent) -> list[ChangeRecord]:
@@ -491,9 +504,12 @@ def prepared_records(events: Iterable[Event], rng: PreparedRange,
                      tables: Callable[[str, str], bool] | None = None) -> list[ChangeRecord]:
     """The records of one XA PREPARE group, from the events of its range (a re-read)."""
     tracker = ChangeTracker(tables)
+    released: list[ChangeRecord] = []
     for ev in events:
-        tracker.records(ev)
+        released += tracker.records(ev)  # (a one-phase group's come out at its XA_PREPARE)
     held = tracker.xa.take(rng.xid)
+    if held is None and tracker.xa.one_phase_seen == rng.xid:
+        held = released
     if held is None:
         raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
                       hint="the binlog changed under the position; re-snapshot the tables")

@@ -23,10 +23,6 @@ from typing import Any, Iterable
 
 from .errors import BinlakeError
 
-HOLD_NOTE = ("records of a prepared XA transaction are held in memory from XA PREPARE to its "
-             "decision (re-read from the binlog when the reader did not see the PREPARE)")
-
-
 class XaError(BinlakeError):
     """An XA decision whose prepared changes cannot be found."""
 
@@ -127,15 +123,13 @@ class XaLedger:
         self._open: tuple[str, str, int] | None = None
         """(xid, file, start) of the prepare group being read."""
         self._buffer: list[Any] | None = None
+        self.one_phase_seen: str | None = None
+        """The XID of the last one-phase group read (a re-read of one looks for it)."""
 
     @property
     def holding(self) -> bool:
         """Inside a prepare group: its records are held, not handed out."""
         return self._open is not None
-
-    @property
-    def keeps_records(self) -> bool:
-        return self._buffer is not None
 
     def begin(self, xid: str, file: str | None, start: int, *, keep: bool) -> None:
         """A prepare group opens at `start` (its GTID event, or XA START without one)."""
@@ -146,21 +140,26 @@ class XaLedger:
         if self._buffer is not None:
             self._buffer.extend(records)
 
-    def prepared(self, xid: str, end: int, one_phase: bool) -> list[Any] | None:
-        """The XA_PREPARE event (ending at `end`). One phase (MySQL): the group is a commit,
-        its records go out now. Else the transaction is pending until its decision."""
+    def prepared(self, xid: str, end: int, one_phase: bool
+                 ) -> tuple[list[Any] | None, PreparedRange]:
+        """The XA_PREPARE event (ending at `end`): (records to hand out now, the group's
+        range). One phase (MySQL): the group is a commit, its records go out now (None if
+        they were not kept: the caller re-reads the range). Else none go out, and the
+        transaction is pending until its decision."""
         opened, buffer = self._open, self._buffer
         self._open = self._buffer = None
         if opened is None or opened[0] != xid:
             raise XaError(f"XA_PREPARE of {xid} ending at {end} closes "
                           f"{'no XA transaction' if opened is None else opened[0]}",
                           hint="the binlog is cut inside an XA transaction; start at a boundary")
+        rng = PreparedRange(xid, opened[1], opened[2], end)
         if one_phase:
-            return buffer or []
-        self._ranges[xid] = PreparedRange(xid, opened[1], opened[2], end)
+            self.one_phase_seen = xid
+            return buffer, rng
+        self._ranges[xid] = rng
         if buffer is not None:
             self._held[xid] = buffer
-        return None
+        return None, rng
 
     def decide(self, xid: str) -> tuple[PreparedRange | None, list[Any] | None]:
         """XA COMMIT / ROLLBACK of `xid`: its range (None if never seen) and held records

@@ -165,6 +165,29 @@ def test_mysql_shaped_xa_groups(corpus_dir: Path) -> None:
     commit = dataclasses.replace(q, offset=3000, end=3050, query="XA COMMIT X'6162',X'',1")
     out = tracker.records(commit)
     assert len(out) == 1 and (out[0].pos, out[0].end_pos, out[0].row) == (3000, 3050, 0)
+    # A reader that starts inside a one-phase group (decode --start-position): the group's
+    # start was only observed, so its rows are re-read from its range, never lost.
+    from binlake.changes import prepared_records
+
+    group = _mysql_group(ev, 6000, "'ab'", True)
+    reads = []
+
+    def reread(r: PreparedRange, at: tuple) -> list:
+        reads.append((r, at))
+        return prepared_records([e for e in group if r.start <= e.offset < r.end], r)
+
+    t = ChangeTracker(reread=reread)
+    for e in group[:3]:
+        t.observe(e, keep=False)
+    out = [r for e in group[3:] for r in t.records(e)]
+    assert len(out) == 1 and out[0].pos == 6030
+    assert reads == [(PreparedRange("X'6162',X'',1", q.file, 6000, 6060), (q.file, 6050))]
+    with pytest.raises(XaError, match="ONE PHASE .* cannot re-read"):
+        t = ChangeTracker()
+        for e in group[:3]:
+            t.observe(e, keep=False)
+        for e in group[3:]:
+            t.records(e)
     # Rolled back: never handed out.
     assert [r for e in _mysql_group(ev, 4000, "'ab'", False) for r in tracker.records(e)] == []
     rollback = dataclasses.replace(q, offset=5000, end=5050, query="XA ROLLBACK 'ab'")

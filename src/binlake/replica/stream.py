@@ -695,13 +695,15 @@ class BinlogStream:
             tables=opts.tables, verify_checksums=opts.verify_checksums,
             table_resolver=resolver, json_images=opts.json_images,
             hostname=opts.hostname))
+        released: list[ChangeRecord] = []
         try:
-            for _ in side.batches():
-                raise XaError(f"{rng}: the range holds changes outside its XA PREPARE",
-                              hint="the binlog changed under the position; re-snapshot")
+            for batch in side.batches():  # only a one-phase group's records come out
+                released += batch
         finally:
             side.close()
         held = side._xa.take(rng.xid)
+        if held is None and side._xa.one_phase_seen == rng.xid:
+            held = released
         if held is None:
             raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
                           hint="the binlog changed under the position; re-snapshot the tables")
