@@ -85,9 +85,10 @@ EXPECTED = [("insert", 100), ("insert", 1), ("insert", 2), ("update", 1), ("inse
 
 def read(url: str, start: Position, table: str, *, limit: int | None = None,
          stop_at: tuple[str, int] | None = None) -> tuple[list[dict], Position]:
-    bs = BinlogStream(ServerURL.parse(url) if isinstance(url, str) else url,
-                      StreamOptions(start=start, until_end=True, stop_at=stop_at,
-                                    tables=lambda s, t: t == table))
+    """The table's records from `start` (to `stop_at`, or `limit` of them), and the position."""
+    bs = BinlogStream(ServerURL.parse(url), StreamOptions(start=start, until_end=True,
+                                                          stop_at=stop_at,
+                                                          tables=lambda s, t: t == table))
     got: list[dict] = []
     try:
         for rec in bs.changes():
