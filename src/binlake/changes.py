@@ -507,13 +507,7 @@ def prepared_records(events: Iterable[Event], rng: PreparedRange,
     released: list[ChangeRecord] = []
     for ev in events:
         released += tracker.records(ev)  # (a one-phase group's come out at its XA_PREPARE)
-    held = tracker.xa.take(rng.xid)
-    if held is None and tracker.xa.one_phase_seen == rng.xid:
-        held = released
-    if held is None:
-        raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
-                      hint="the binlog changed under the position; re-snapshot the tables")
-    return held
+    return tracker.xa.reread_records(rng, released)
 
 
 def no_table(schema: str, table: str) -> bool:

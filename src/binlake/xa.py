@@ -122,19 +122,18 @@ class XaLedger:
         self._held: dict[str, list[Any]] = {}
         self._open: tuple[str, str, int] | None = None
         """(xid, file, start) of the prepare group being read."""
+        self.holding = False
+        """Inside a prepare group: its records are held, not handed out (a plain attribute:
+        the rows hot path reads it for every rows event)."""
         self._buffer: list[Any] | None = None
         self.one_phase_seen: str | None = None
         """The XID of the last one-phase group read (a re-read of one looks for it)."""
-
-    @property
-    def holding(self) -> bool:
-        """Inside a prepare group: its records are held, not handed out."""
-        return self._open is not None
 
     def begin(self, xid: str, file: str | None, start: int, *, keep: bool) -> None:
         """A prepare group opens at `start` (its GTID event, or XA START without one)."""
         self._open = (xid, file or "", start)
         self._buffer = [] if keep else None
+        self.holding = True
 
     def hold(self, records: list[Any]) -> None:
         if self._buffer is not None:
@@ -148,6 +147,7 @@ class XaLedger:
         transaction is pending until its decision."""
         opened, buffer = self._open, self._buffer
         self._open = self._buffer = None
+        self.holding = False
         if opened is None or opened[0] != xid:
             raise XaError(f"XA_PREPARE of {xid} ending at {end} closes "
                           f"{'no XA transaction' if opened is None else opened[0]}",
@@ -169,15 +169,26 @@ class XaLedger:
     def abort(self) -> None:
         """The reader reconnects inside a prepare group: the group is read again."""
         self._open = self._buffer = None
+        self.holding = False
 
     def ranges(self) -> tuple[PreparedRange, ...]:
         """The pending transactions, oldest PREPARE first (what a position carries)."""
         return tuple(sorted(self._ranges.values(), key=lambda r: (r.file, r.start)))
 
-    def take(self, xid: str) -> list[Any] | None:
-        """The records held for `xid` (a re-read hands them to the reader that asked)."""
-        self._ranges.pop(xid, None)
-        return self._held.pop(xid, None)
+    def reread_records(self, rng: PreparedRange, released: list[Any]) -> list[Any]:
+        """After a re-read of `rng` through this ledger: the records of its group (`released`:
+        what the read handed out, which only a one-phase group does)."""
+        self._ranges.pop(rng.xid, None)
+        held = self._held.pop(rng.xid, None)
+        if held is not None and released:
+            raise XaError(f"the binlog range of {rng} holds changes outside its XA PREPARE",
+                          hint="the binlog changed under the position; re-snapshot the tables")
+        if held is None and self.one_phase_seen == rng.xid:
+            held = released
+        if held is None:
+            raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
+                          hint="the binlog changed under the position; re-snapshot the tables")
+        return held
 
     def rewind(self, ranges: Iterable[PreparedRange]) -> None:
         """A reconnect resumes at a boundary: pending again is what was pending there (a

@@ -701,13 +701,7 @@ class BinlogStream:
                 released += batch
         finally:
             side.close()
-        held = side._xa.take(rng.xid)
-        if held is None and side._xa.one_phase_seen == rng.xid:
-            held = released
-        if held is None:
-            raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
-                          hint="the binlog changed under the position; re-snapshot the tables")
-        return held
+        return side._xa.reread_records(rng, released)
 
     def _side_id(self) -> int:
         """Server id of a second dump (a replica id must be unique on the primary)."""
