@@ -110,3 +110,37 @@ def test_json_writer_utf8_check_agrees_with_cpython(data: bytes) -> None:
     except UnicodeDecodeError:
         valid = False
     assert speedups.utf8_check(data) is valid
+
+
+def valid_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_utf8_check_finds_every_invalid_sequence_at_every_block_edge(seed: int) -> None:
+    """The 64-byte-block validator looks up to three bytes back across a block edge and
+    checks the end for an unfinished character: each invalid form at each offset around
+    the edges (and at the end), and each valid text cut at every length."""
+    rng = random.Random(300 + seed)
+    for bad in INVALID:
+        for at in [*range(40, 70), *range(120, 134), 190, 191, 192]:
+            data = text(rng, 200).encode()
+            data = data[:at] + bad + data[at:]
+            assert speedups.utf8_check(data) is valid_utf8(data), (bad, at)
+            assert speedups.utf8_check(data[:at + len(bad)]) is valid_utf8(data[:at + len(bad)])
+    whole = text(rng, 150).encode()
+    for n in range(len(whole) + 1):
+        assert speedups.utf8_check(whole[:n]) is valid_utf8(whole[:n]), n
+        assert speedups.utf8_check(whole[n:]) is valid_utf8(whole[n:]), n
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(min_size=48, max_size=400), st.integers(0, 399), st.integers(128, 255))
+def test_utf8_check_with_one_byte_changed(s: str, where: int, byte: int) -> None:
+    data = bytearray(s.encode())
+    data[where % len(data)] = byte
+    assert speedups.utf8_check(bytes(data)) is valid_utf8(bytes(data))
