@@ -367,11 +367,13 @@ _runs = getattr(_speedups, "run_column", None)
 _ImageRows = getattr(_speedups, "ImageRows", None)
 
 
-MAX_BATCH_BYTES = 16 << 20
+MAX_BATCH_BYTES = 8 << 20
 """A batch is cut when its images reach this size: 10,000 rows of 16 KB documents would
-otherwise hold 160 MB in Python and again in Arrow. 16 MiB rather than more: Arrow's pool
-keeps reusing buffers of this size, where 64 MiB ones went back to the OS after each batch
-and came back as fresh zeroed pages (twice the system time, twice the peak RSS)."""
+otherwise hold 160 MB in Python and again in Arrow. 8 MiB rather than more: a batch's
+images are held three times at the peak (the previous batch, the packed images of the next,
+its columns being written), and every MiB of peak is a MiB of fresh zeroed pages. On the
+benchmark's binlog 16 MiB took 133 MB of peak RSS against 85 MB, and more system time;
+64 MiB buffers went back to the OS after each batch and came back zeroed."""
 
 
 def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_000,
