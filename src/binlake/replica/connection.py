@@ -429,6 +429,12 @@ class MySQLConnection:
         raise ConnectionLost(f"the connection to {self.where} broke: {exc}",
                              hint="the server may have restarted or closed the connection; reconnect") from None
 
+    def buffered_packet(self) -> memoryview | None:
+        """The next payload if it is already received (read_packet's contract), else None:
+        no socket call, so a caller that reads in a tight loop needs no interruption guard
+        for it."""
+        return self._stream.next_packet()
+
     def read_packet_copy(self) -> bytes:
         """Like read_packet() but an owned bytes object."""
         return bytes(self.read_packet())

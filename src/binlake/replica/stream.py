@@ -409,36 +409,46 @@ class BinlogStream:
         if end is not None and self._reached(end):
             self._check_stop_at()
             return
+        buffered = conn.buffered_packet
+        tx = self._tx
         while True:
-            pkt = self._read(conn)
-            try:
-                sp = dlg.parse_stream_packet(pkt, semi)
-            except ServerError as exc:
-                if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
-                    raise self._position_error(exc) from None
-                raise
-            if sp.kind == "eof":
-                conn.end_raw()
-                if not self.options.until_end:
-                    # A blocking dump has no end: the primary is going away (shutdown).
-                    raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
-                                         hint="the primary is shutting down or dropped the replica; reconnecting")
-                if stop_at is not None and not self._reached(stop_at):
-                    raise BinlakeError(f"the stream ended at {self.position} before {stop_at[0]}:{stop_at[1]}",
-                                       hint="the primary has less binlog than the requested range")
-                return
+            # Most packets are already in the receive buffer: taken without the blocking
+            # read's guard (a stop request still goes through it), and a plain event
+            # (0x00 + event) without the general parser.
+            pkt = None if self._stop_requested else buffered()
+            if pkt is None:
+                pkt = self._read(conn)
+            if not semi and pkt and pkt[0] == 0:
+                raw, need_ack = pkt[1:], False
+            else:
+                try:
+                    sp = dlg.parse_stream_packet(pkt, semi)
+                except ServerError as exc:
+                    if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                        raise self._position_error(exc) from None
+                    raise
+                if sp.kind == "eof":
+                    conn.end_raw()
+                    if not self.options.until_end:
+                        # A blocking dump has no end: the primary is going away (shutdown).
+                        raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
+                                             hint="the primary is shutting down or dropped the replica; reconnecting")
+                    if stop_at is not None and not self._reached(stop_at):
+                        raise BinlakeError(f"the stream ended at {self.position} before {stop_at[0]}:{stop_at[1]}",
+                                           hint="the primary has less binlog than the requested range")
+                    return
+                raw, need_ack = sp.event, sp.need_ack
+                del sp
             self._got_event = True
             if not self._started:
                 self._started = True
                 if self.options.on_stream_start is not None:
                     self.options.on_stream_start(self.position)
             last: Event | None = None
-            need_ack = sp.need_ack
             # The decoder takes the common rows event straight from the receive buffer (it
             # keeps nothing of it) and copies anything else, so the packet can go before its
             # events are handled: a reassembled 16 MiB+ packet is freed, not kept beside them.
-            raw = sp.event
-            del pkt, sp
+            del pkt
             events = dec.decode_event(raw)
             del raw
             for ev in events:
@@ -448,7 +458,9 @@ class BinlogStream:
                     # The hot path, handled here without the generator layers of _handle:
                     # each record counts in the position as it is handed out.
                     self.last_event_ts = ev.timestamp
-                    closes = self._tx.observe(ev)  # may open an implicit (MySQL 5.1) transaction
+                    # (inside an explicit transaction, a rows event neither opens nor closes one)
+                    closes = (False if tx.in_tx and not tx.implicit_rows
+                              else tx.observe(ev))  # may open an implicit (MySQL 5.1) transaction
                     n = ev.filtered_rows if ev.filtered else len(ev.rows)
                     if xa.holding:  # an XA PREPARE: held until its COMMIT, nothing counted
                         if not ev.filtered:
