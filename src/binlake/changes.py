@@ -18,6 +18,7 @@ from .binlog.events import (
 )
 from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
+from .errors import BinlakeError
 from .xa import PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
@@ -305,13 +306,14 @@ class ChangeTracker:
 
     Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.xa): `xa`
     carries the pending ones across readers, `reread` fetches the records of a PREPARE this
-    tracker did not see (None: such a commit is an error naming the range).
+    tracker did not see, and the units they span (None: such a commit is an error naming the
+    range).
     """
 
     def __init__(self, tables: Callable[[str, str], bool] | None = None, *,
                  xa: XaLedger | None = None,
-                 reread: Callable[[PreparedRange, tuple[str | None, int]], list[ChangeRecord]]
-                 | None = None,
+                 reread: Callable[[PreparedRange, tuple[str | None, int]],
+                                  tuple[list[ChangeRecord], int]] | None = None,
                  locate: Callable[[str, tuple[str | None, int]], PreparedRange | None] | None = None,
                  walk: bool = False) -> None:
         self.table_filter = tables
@@ -329,6 +331,9 @@ class ChangeTracker:
         """What the XA_PREPARE event just observed hands out (MySQL one phase): its records,
         or its range when they were not all seen here."""
         self._decided: tuple[str, bool, PreparedRange | None, list[ChangeRecord] | None] | None = None
+        self.released_units = 0
+        """How many units (rows and statement records, before the table filter) the XA
+        records last handed out span; each record's `row` is its unit index (binlake.xa)."""
 
     def observe(self, ev: Event, *, keep: bool = True) -> None:
         """Follow an event without asking for its records (keep=False: the caller will not
@@ -364,17 +369,19 @@ class ChangeTracker:
 
     def records(self, ev: Event) -> list[ChangeRecord]:
         if isinstance(ev, RowsEvent):  # the hot path: nothing for observe() in a rows event
-            if self.xa.holding:
-                self.xa.hold(self._rows_records(ev))
+            if self.xa.holding:  # (a filtered event counts its rows when the decoder does)
+                self.xa.hold(self._rows_records(ev), ev.filtered_rows if ev.filtered else len(ev.rows))
                 return []
             return self._rows_records(ev)
         self.observe(ev)
+        self.released_units = 0
         if isinstance(ev, QueryEvent):
             if ev.query[:3].upper() == "XA ":
                 return self._xa_statement(ev)
             recs = self.statement_records(ev)
-            if recs and self.xa.holding:
-                self.xa.hold(recs)
+            if self.xa.holding:
+                units, indexed = self.statement_units(ev, recs)
+                self.xa.hold(recs, units, [i for i, _ in indexed])
                 return []
             return recs
         if self._released is not None:  # MySQL's XA COMMIT ... ONE PHASE
@@ -386,9 +393,26 @@ class ChangeTracker:
                     raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT ... ONE PHASE of {out}: "
                                   "this reader did not read all its rows and cannot re-read them",
                                   hint="start at a transaction boundary")
-                out = self.reread(out, (ev.file, ev.offset))
+                out, self.released_units = self.reread(out, (ev.file, ev.offset))
+            else:
+                self.released_units = self.xa.last_units
             return out
         return []
+
+    def statement_units(self, ev: QueryEvent, recs: list[ChangeRecord]
+                        ) -> tuple[int, list[tuple[int, ChangeRecord]]]:
+        """How many records the statement makes before the table filter, and the index of
+        each kept one (`recs`) among them: a count a resume skips must not depend on the
+        filter."""
+        if self.table_filter is None:
+            return len(recs), list(enumerate(recs))
+        every = ChangeTracker().statement_records(ev)
+        keep = self.table_filter
+        idx = [i for i, r in enumerate(every) if keep(r.schema, r.table)]
+        if len(idx) != len(recs):
+            raise BinlakeError(f"{ev.file}:{ev.offset}: the statement's records do not match with "
+                               f"and without the table filter ({len(recs)} of {len(every)})")
+        return len(every), list(zip(idx, recs))
 
     def _rows_records(self, ev: RowsEvent) -> list[ChangeRecord]:
         tm = ev.table
@@ -442,11 +466,12 @@ class ChangeTracker:
                 raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT {xid} commits changes "
                               f"{rng}, which this reader did not read and cannot re-read",
                               hint="include that binlog file in the input")
-            held = self.reread(rng, (ev.file, ev.offset))  # (the COMMIT's place)
+            held, self.released_units = self.reread(rng, (ev.file, ev.offset))  # (the COMMIT's place)
+        else:
+            self.released_units = self.xa.last_units
         gtid, file, pos, end, inner = self.gtid, ev.file, ev.offset, ev.end, ev.inner_index
-        for i, rec in enumerate(held):
-            rec.file, rec.pos, rec.end_pos, rec.inner, rec.row, rec.gtid = (
-                file, pos, end, inner, i, gtid)
+        for rec in held:  # (`row` stays its unit index in the group)
+            rec.file, rec.pos, rec.end_pos, rec.inner, rec.gtid = file, pos, end, inner, gtid
         return held
 
     def statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
@@ -501,8 +526,10 @@ def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | N
 
 
 def prepared_records(events: Iterable[Event], rng: PreparedRange,
-                     tables: Callable[[str, str], bool] | None = None) -> list[ChangeRecord]:
-    """The records of one XA PREPARE group, from the events of its range (a re-read)."""
+                     tables: Callable[[str, str], bool] | None = None
+                     ) -> tuple[list[ChangeRecord], int]:
+    """The records of one XA PREPARE group, from the events of its range (a re-read), and
+    the units they span (the events' decoder should count filtered rows: `count_filtered`)."""
     tracker = ChangeTracker(tables)
     released: list[ChangeRecord] = []
     for ev in events:

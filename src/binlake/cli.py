@@ -121,9 +121,11 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
             # The history replays the files' DDL at its positions (idempotently: what it
             # already recorded is looked up, not applied twice).
             resolver = SchemaTracker.load(schema_history)
+        # (count_filtered: the rows of left-out tables still count in an XA transaction, so
+        # its records are numbered as a stream numbers them, whatever the filter)
         decoder_options = dict(keys=keys, allow_unknown=allow_unknown_events,
                                verify_checksums=not no_verify_checksums, table_filter=tfilter,
-                               table_resolver=resolver)
+                               table_resolver=resolver, count_filtered=tfilter is not None)
         tracker = ChangeTracker(tfilter, reread=lambda rng, _at: _reread_prepared(
             files, rng, tfilter, **decoder_options))
         for fi, path in enumerate(files):
@@ -165,7 +167,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         _write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
 
 
-def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> list[Any]:
+def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> tuple[list[Any], int]:
     """An XA COMMIT whose PREPARE was not decoded here (before --start-position, or left out
     by --gtid): its records from the PREPARE's range, in the given files or beside them."""
     from .changes import prepared_records
@@ -179,7 +181,8 @@ def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) 
     if path is None:
         raise ConfigError(f"XA transaction {rng}: that binlog file is neither given nor beside "
                           f"{given[0] if given else 'the input'}", hint="add it to FILES")
-    return prepared_records(read_range(path, rng.start, rng.end, **decoder_options), rng, tables)
+    return prepared_records(read_range(path, rng.start, rng.end,
+                                       **{**decoder_options, "count_filtered": True}), rng, tables)
 
 
 def _print_event(out: Any, ev: Any, output: str) -> None:

@@ -463,8 +463,7 @@ class BinlogStream:
                               else tx.observe(ev))  # may open an implicit (MySQL 5.1) transaction
                     n = ev.filtered_rows if ev.filtered else len(ev.rows)
                     if xa.holding:  # an XA PREPARE: held until its COMMIT, nothing counted
-                        if not ev.filtered:
-                            tracker.records(ev)
+                        tracker.records(ev)  # (a filtered one: its rows count in the group)
                     elif self._skip >= n:  # delivered before the reconnect/restart
                         self._skip -= n
                         self._rows_in_tx += n
@@ -562,10 +561,12 @@ class BinlogStream:
             if holding:
                 pass  # inside an XA PREPARE: held, handed out (and counted) at its COMMIT
             elif ev.query[:3].upper() == "XA " and decision(ev.query) is not None:
-                # XA COMMIT: the prepared records (none for a ROLLBACK)
-                yield from self._deliver(len(recs), enumerate(recs), batched, runs=True)
+                # XA COMMIT: the prepared records (none for a ROLLBACK), each at its unit
+                # index in the group, counted before the table filter like any transaction's
+                yield from self._deliver(tracker.released_units, ((r.row, r) for r in recs),
+                                         batched, runs=True)
             elif recs or tracker.table_filter is not None:
-                n, indexed = self._statement_units(ev, tracker, recs)
+                n, indexed = tracker.statement_units(ev, recs)
                 yield from self._deliver(n, indexed, batched)
             if self._tx.observe(ev):
                 self._commit(ev, dec)
@@ -597,8 +598,9 @@ class BinlogStream:
             return
         if isinstance(ev, XaPrepareEvent):
             recs = tracker.records(ev)  # records only for MySQL's XA COMMIT ... ONE PHASE
-            if recs:
-                yield from self._deliver(len(recs), enumerate(recs), batched, runs=True)
+            if tracker.released_units:
+                yield from self._deliver(tracker.released_units, ((r.row, r) for r in recs),
+                                         batched, runs=True)
         else:
             tracker.observe(ev)
         if self._tx.observe(ev):
@@ -611,21 +613,6 @@ class BinlogStream:
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
-
-    @staticmethod
-    def _statement_units(ev: QueryEvent, tracker: ChangeTracker,
-                         recs: list[ChangeRecord]) -> tuple[int, list[tuple[int, ChangeRecord]]]:
-        """How many records the statement makes before the table filter, and the index of each
-        kept one among them: the count a resume skips must not depend on the filter."""
-        keep = tracker.table_filter
-        if keep is None:
-            return len(recs), list(enumerate(recs))
-        every = ChangeTracker().statement_records(ev)
-        idx = [i for i, r in enumerate(every) if keep(r.schema, r.table)]
-        if len(idx) != len(recs):
-            raise BinlakeError(f"{ev.file}:{ev.offset}: the statement's records do not match with and "
-                               f"without the table filter ({len(recs)} of {len(every)})")
-        return len(every), list(zip(idx, recs))
 
     def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
                  batched: bool, runs: bool = False) -> Iterator:
@@ -691,7 +678,7 @@ class BinlogStream:
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
 
-    def _reread(self, rng: PreparedRange, at: tuple[str | None, int]) -> list[ChangeRecord]:
+    def _reread(self, rng: PreparedRange, at: tuple[str | None, int]) -> tuple[list[ChangeRecord], int]:
         """The records of an XA PREPARE this stream did not read (it started or resumed after
         it): a short second dump of the PREPARE's range, with this stream's decoding options.
         Table shapes are those at the COMMIT (`at`): the prepared transaction holds its

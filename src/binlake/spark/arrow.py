@@ -397,7 +397,7 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       tables: Callable[[str, str], bool] | None = None,
                       statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
-                      reread: Callable[[Any, Any], list[ChangeRecord]] | None = None,
+                      reread: Callable[[Any, Any], tuple[list[ChangeRecord], int]] | None = None,
                       locate: Callable[[str, Any], Any] | None = None,
                       ) -> Iterator[pa.RecordBatch]:
     """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.

@@ -117,13 +117,14 @@ class BinlogFilesReader(DataSourceReader):
         def locate(xid: str, before: Any) -> Any:
             return locate_prepared(earlier, xid, keys=keys)
 
-        def reread(rng: Any, at: Any) -> list[Any]:
+        def reread(rng: Any, at: Any) -> tuple[list[Any], int]:
             path = folder.get(rng.file)
             if path is None:
                 raise ConfigError(f"XA transaction {rng}: that binlog file is not in the input",
                                   hint="read the files from the one it was prepared in")
             return prepared_records(read_range(path, rng.start, rng.end, keys=keys,
-                                               json_images=True, table_filter=tables), rng, tables)
+                                               json_images=True, table_filter=tables,
+                                               count_filtered=True), rng, tables)
 
         yield from events_to_batches(events, batch_size=self.batch_size, tables=tables,
                                      statements=self.statements, locate=locate, reread=reread)
