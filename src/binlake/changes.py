@@ -19,7 +19,7 @@ from .binlog.events import (
 from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
 from .errors import BinlakeError
-from .xa import PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
+from .xa import Held, PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
 class ChangeRecord:
@@ -312,8 +312,7 @@ class ChangeTracker:
 
     def __init__(self, tables: Callable[[str, str], bool] | None = None, *,
                  xa: XaLedger | None = None,
-                 reread: Callable[[PreparedRange, tuple[str | None, int]],
-                                  tuple[list[ChangeRecord], int]] | None = None,
+                 reread: Callable[[PreparedRange, tuple[str | None, int]], Held] | None = None,
                  locate: Callable[[str, tuple[str | None, int]], PreparedRange | None] | None = None,
                  walk: bool = False) -> None:
         self.table_filter = tables
@@ -327,10 +326,10 @@ class ChangeTracker:
         read is no error, and hands out nothing."""
         self._group: tuple[str | None, int] | None = None
         """(file, offset) of the last GTID event: where its event group starts."""
-        self._released: list[ChangeRecord] | PreparedRange | None = None
+        self._released: Held | PreparedRange | None = None
         """What the XA_PREPARE event just observed hands out (MySQL one phase): its records,
         or its range when they were not all seen here."""
-        self._decided: tuple[str, bool, PreparedRange | None, list[ChangeRecord] | None] | None = None
+        self._decided: tuple[str, bool, PreparedRange | None, Held | None] | None = None
         self.released_units = 0
         """How many units (rows and statement records, before the table filter) the XA
         records last handed out span; each record's `row` is its unit index (binlake.xa)."""
@@ -381,7 +380,9 @@ class ChangeTracker:
             recs = self.statement_records(ev)
             if self.xa.holding:
                 units, indexed = self.statement_units(ev, recs)
-                self.xa.hold(recs, units, [i for i, _ in indexed])
+                for i, rec in indexed:
+                    rec.row = i
+                self.xa.hold(recs, units)
                 return []
             return recs
         if self._released is not None:  # MySQL's XA COMMIT ... ONE PHASE
@@ -393,10 +394,9 @@ class ChangeTracker:
                     raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT ... ONE PHASE of {out}: "
                                   "this reader did not read all its rows and cannot re-read them",
                                   hint="start at a transaction boundary")
-                out, self.released_units = self.reread(out, (ev.file, ev.offset))
-            else:
-                self.released_units = self.xa.last_units
-            return out
+                out = self.reread(out, (ev.file, ev.offset))
+            recs, self.released_units = out
+            return recs
         return []
 
     def statement_units(self, ev: QueryEvent, recs: list[ChangeRecord]
@@ -466,13 +466,12 @@ class ChangeTracker:
                 raise XaError(f"{ev.file}:{ev.offset}: XA COMMIT {xid} commits changes "
                               f"{rng}, which this reader did not read and cannot re-read",
                               hint="include that binlog file in the input")
-            held, self.released_units = self.reread(rng, (ev.file, ev.offset))  # (the COMMIT's place)
-        else:
-            self.released_units = self.xa.last_units
+            held = self.reread(rng, (ev.file, ev.offset))  # (the COMMIT's place)
+        recs, self.released_units = held
         gtid, file, pos, end, inner = self.gtid, ev.file, ev.offset, ev.end, ev.inner_index
-        for rec in held:  # (`row` stays its unit index in the group)
+        for rec in recs:  # (`row` stays its unit index in the group)
             rec.file, rec.pos, rec.end_pos, rec.inner, rec.gtid = file, pos, end, inner, gtid
-        return held
+        return recs
 
     def statement_records(self, ev: QueryEvent) -> list[ChangeRecord]:
         """TRUNCATE (always) and DDL (when the schema history described it) as records (the
@@ -526,8 +525,7 @@ def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | N
 
 
 def prepared_records(events: Iterable[Event], rng: PreparedRange,
-                     tables: Callable[[str, str], bool] | None = None
-                     ) -> tuple[list[ChangeRecord], int]:
+                     tables: Callable[[str, str], bool] | None = None) -> Held:
     """The records of one XA PREPARE group, from the events of its range (a re-read), and
     the units they span (the events' decoder should count filtered rows: `count_filtered`)."""
     tracker = ChangeTracker(tables)

@@ -110,6 +110,12 @@ class PreparedRange:
         return f"{self.xid} prepared at {self.file}:{self.start}-{self.end}"
 
 
+Held = tuple[list[Any], int]
+"""A prepare group's records and the units they span: every row and statement record of the
+group before any table filter (each record's `row` is its unit index), so a resume's skip
+count means the same whatever the filter."""
+
+
 class XaLedger:
     """The pending prepared XA transactions of one reader, across its connections.
 
@@ -119,10 +125,7 @@ class XaLedger:
 
     def __init__(self, pending: Iterable[PreparedRange] = ()) -> None:
         self._ranges: dict[str, PreparedRange] = {r.xid: r for r in pending}
-        self._held: dict[str, tuple[list[Any], int]] = {}
-        """xid -> (records, units): units count every row and statement record of the
-        group before any table filter, and each held record's `row` is its unit index, so a
-        resume's skip count means the same whatever the filter."""
+        self._held: dict[str, Held] = {}
         self._open: tuple[str, str, int] | None = None
         """(xid, file, start) of the prepare group being read."""
         self.holding = False
@@ -130,11 +133,8 @@ class XaLedger:
         the rows hot path reads it for every rows event)."""
         self._buffer: list[Any] | None = None
         self._units = 0
-        self.last_units = 0
-        """The units of the group whose records were last handed out (`prepared` one
-        phase, `decide`, `reread_records`)."""
-        self.one_phase_seen: str | None = None
-        """The XID of the last one-phase group read (a re-read of one looks for it)."""
+        self.one_phase_seen: tuple[str, int] | None = None
+        """(xid, units) of the last one-phase group read (a re-read of one looks for it)."""
 
     def begin(self, xid: str, file: str | None, start: int, *, keep: bool) -> None:
         """A prepare group opens at `start` (its GTID event, or XA START without one)."""
@@ -143,19 +143,17 @@ class XaLedger:
         self._units = 0
         self.holding = True
 
-    def hold(self, records: list[Any], units: int, index: list[int] | None = None) -> None:
-        """Records of the group's next `units` rows (or statement records): `index` says
-        which unit each is (default: its `row`, its place in its rows event); it becomes
-        its `row`, counted from the group's start."""
+    def hold(self, records: list[Any], units: int) -> None:
+        """Records of the group's next `units` rows (or statement records), each `row` its
+        place among them; it becomes its place counted from the group's start."""
         base = self._units
         if self._buffer is not None:
-            for k, rec in enumerate(records):
-                rec.row = base + (rec.row if index is None else index[k])
+            for rec in records:
+                rec.row += base
             self._buffer.extend(records)
         self._units = base + units
 
-    def prepared(self, xid: str, end: int, one_phase: bool
-                 ) -> tuple[list[Any] | None, PreparedRange]:
+    def prepared(self, xid: str, end: int, one_phase: bool) -> tuple[Held | None, PreparedRange]:
         """The XA_PREPARE event (ending at `end`): (records to hand out now, the group's
         range). One phase (MySQL): the group is a commit, its records go out now (None if
         they were not kept: the caller re-reads the range). Else none go out, and the
@@ -169,23 +167,17 @@ class XaLedger:
                           hint="the binlog is cut inside an XA transaction; start at a boundary")
         rng = PreparedRange(xid, opened[1], opened[2], end)
         if one_phase:
-            self.one_phase_seen = xid
-            self.last_units = self._units
-            return buffer, rng
+            self.one_phase_seen = (xid, self._units)
+            return (None if buffer is None else (buffer, self._units)), rng
         self._ranges[xid] = rng
         if buffer is not None:
             self._held[xid] = (buffer, self._units)
         return None, rng
 
-    def decide(self, xid: str) -> tuple[PreparedRange | None, list[Any] | None]:
+    def decide(self, xid: str) -> tuple[PreparedRange | None, Held | None]:
         """XA COMMIT / ROLLBACK of `xid`: its range (None if never seen) and held records
-        (None if not held; `last_units` says how many units they span); either way it is
-        pending no more."""
-        held = self._held.pop(xid, None)
-        if held is None:
-            return self._ranges.pop(xid, None), None
-        self.last_units = held[1]
-        return self._ranges.pop(xid, None), held[0]
+        (None if not held); either way it is pending no more."""
+        return self._ranges.pop(xid, None), self._held.pop(xid, None)
 
     def abort(self) -> None:
         """The reader reconnects inside a prepare group: the group is read again."""
@@ -196,7 +188,7 @@ class XaLedger:
         """The pending transactions, oldest PREPARE first (what a position carries)."""
         return tuple(sorted(self._ranges.values(), key=lambda r: (r.file, r.start)))
 
-    def reread_records(self, rng: PreparedRange, released: list[Any]) -> tuple[list[Any], int]:
+    def reread_records(self, rng: PreparedRange, released: list[Any]) -> Held:
         """After a re-read of `rng` through this ledger: the records of its group and the
         units they span (`released`: what the read handed out, which only a one-phase group
         does)."""
@@ -205,8 +197,9 @@ class XaLedger:
         if held is not None and released:
             raise XaError(f"the binlog range of {rng} holds changes outside its XA PREPARE",
                           hint="the binlog changed under the position; re-snapshot the tables")
-        if held is None and self.one_phase_seen == rng.xid:
-            held = (released, self.last_units)
+        seen = self.one_phase_seen
+        if held is None and seen is not None and seen[0] == rng.xid:
+            held = (released, seen[1])
         if held is None:
             raise XaError(f"the binlog range of {rng} holds no whole XA PREPARE of it",
                           hint="the binlog changed under the position; re-snapshot the tables")

@@ -171,20 +171,24 @@ class BinlogDecoder:
             self._magic_checked = True
         fast_types = rows.FAST_TYPES
         while True:
-            if not self._carry:
+            carried = bool(self._carry)
+            buf, read = self._buf, self._read
+            avail = self._carry_len + len(buf) - read
+            if avail < HEADER_LEN:
+                return
+            size = self._event_size() if carried else _U32.unpack_from(buf, read + 9)[0]
+            offset = self._buf_start + read - self._carry_len
+            if size < HEADER_LEN:
+                raise DecodeError(f"event size {size} is smaller than the 19-byte header",
+                                  file=self.file, offset=offset)
+            if avail < size:
+                return
+            if carried:
+                raw = self._front(size)  # the one copy of an event cut by a chunk end
+                self._consume(size)
+            else:
                 # The common case, inline: the event lies whole in the chunk (a slice of it,
                 # no copy), and a common rows event goes straight to the rows fast path.
-                buf, read = self._buf, self._read
-                avail = len(buf) - read
-                if avail < HEADER_LEN:
-                    return
-                size = _U32.unpack_from(buf, read + 9)[0]
-                if size < HEADER_LEN or avail < size:
-                    if size < HEADER_LEN:
-                        raise DecodeError(f"event size {size} is smaller than the 19-byte header",
-                                          file=self.file, offset=self._buf_start + read)
-                    return
-                offset = self._buf_start + read
                 raw = buf[read:read + size]
                 self._read = read + size
                 if (buf[read + 4] in fast_types and self._decryptor is None
@@ -199,19 +203,6 @@ class BinlogDecoder:
                         del raw
                         yield ev
                         continue
-            else:
-                avail = self._carry_len + len(self._buf) - self._read
-                if avail < HEADER_LEN:
-                    return
-                size = self._event_size()
-                offset = self.offset
-                if size < HEADER_LEN:
-                    raise DecodeError(f"event size {size} is smaller than the 19-byte header",
-                                      file=self.file, offset=offset)
-                if avail < size:
-                    return
-                raw = self._front(size)  # the one copy of an event cut by a chunk end
-                self._consume(size)
             events = self.decode_event(raw, offset)
             del raw  # not kept alive while the consumer works and the next event is read
             yield from events

@@ -203,7 +203,8 @@ static const uint8_t U8_THIS_HIGH[16] = {
     U8_LONG | U8_OVER2 | U8_CONT2 | U8_SURR | U8_LARGE,
     U8_SHORT, U8_SHORT, U8_SHORT, U8_SHORT};
 
-/* The 64 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`. */
+/* The 64 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`
+   (uses the caller's `iota`, the byte indexes 0-63). */
 #define U8_BEFORE(cur, prev, k) _mm512_permutex2var_epi8((cur), _mm512_and_si512( \
     _mm512_sub_epi8(iota, _mm512_set1_epi8(k)), _mm512_set1_epi8(127)), (prev))
 
