@@ -1,10 +1,11 @@
-"""The rows events' fast path (rows.fast_rows) against the general path, on every corpus file.
+"""The rows events' fast paths against the general path, on every corpus file.
 
-The fast path takes the common rows event in one step and hands anything unusual back; it
-must never change what comes out. Every event of every file is decoded both ways (with and
-without a table filter, counting filtered rows or not, values or JSON images) and compared
-field by field, errors included: a corrupt or truncated event fails the same way on both
-paths.
+Two fast paths take the common rows event in one step and hand anything unusual back: the C
+scanner (RowsScanner, event_rows.h) and its Python twin (rows.fast_rows). Neither may change
+what comes out. Every event of every file is decoded the three ways (with and without a
+table filter, counting filtered rows or not, values or JSON images; files and a stream's
+whole events) and compared field by field, errors included: a corrupt or truncated event
+fails the same way on every path.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import binlake.binlog.codecs.rows as rows
+import binlake.binlog.decoder as decoder_module
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError
@@ -26,17 +28,65 @@ pytestmark = pytest.mark.skipif(rows.compile_row_decoder([], []) is None or
                                 reason="C extension not built")
 
 
-def _decode(path: Path, fast: bool, **options: object) -> tuple[list[tuple], str | None]:
-    saved = rows.FAST_TYPES
-    rows.FAST_TYPES = saved if fast else frozenset()
-    out: list[tuple] = []
+WAYS = ("c", "python", "general")
+"""The C scanner (then the Python fast path for what it leaves), the Python fast path alone,
+the general path alone."""
+
+
+def _decoder(way: str, **options: object) -> BinlogDecoder:
+    saved = decoder_module._speedups
+    if way != "c":
+        decoder_module._speedups = None  # (the decoder makes its scanner when built)
     try:
-        for ev in read_events(path, **options):
-            out.append(_fields(ev))
-    except BinlakeError as exc:
-        return out, f"{type(exc).__name__}: {exc}"
+        return BinlogDecoder(**options)
     finally:
-        rows.FAST_TYPES = saved
+        decoder_module._speedups = saved
+
+
+class _Way:
+    """Decode with one path: the fast types emptied for the general path."""
+
+    def __init__(self, way: str) -> None:
+        self.way = way
+
+    def __enter__(self) -> None:
+        self.saved = rows.FAST_TYPES
+        if self.way == "general":
+            rows.FAST_TYPES = frozenset()
+
+    def __exit__(self, *exc: object) -> None:
+        rows.FAST_TYPES = self.saved
+
+
+def _decode(path: Path, way: str, **options: object) -> tuple[list[tuple], str | None, int]:
+    """(events' fields, the error, events the C scanner took)."""
+    out: list[tuple] = []
+    dec = _decoder(way, file=path.name, **options)
+    with _Way(way):
+        try:
+            for ev in read_events(path, decoder=dec):
+                out.append(_fields(ev))
+        except BinlakeError as exc:
+            return out, f"{type(exc).__name__}: {exc}", 0
+    return out, None, dec._scanner.scanned if dec._scanner is not None else 0
+
+
+def _decode_stream(path: Path, way: str, **options: object) -> tuple[list[tuple], str | None]:
+    """Each whole event handed to decode_event as a replica does (no file offsets)."""
+    data = path.read_bytes()
+    dec = _decoder(way, file=path.name, **options)
+    out: list[tuple] = []
+    pos = 4
+    with _Way(way):
+        try:
+            while pos + 19 <= len(data):
+                size = int.from_bytes(data[pos + 9:pos + 13], "little")
+                if size < 19 or pos + size > len(data):
+                    break
+                out.extend(_fields(ev) for ev in dec.decode_event(memoryview(data)[pos:pos + size]))
+                pos += size
+        except BinlakeError as exc:
+            return out, f"{type(exc).__name__}: {exc}"
     return out, None
 
 
@@ -85,7 +135,7 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
         return ev
 
     monkeypatch.setattr(rows, "fast_rows", counting)
-    compared = rows_events = 0
+    compared = rows_events = scanned = python_taken = 0
     for path in corpus_files(corpus_dir):
         options: dict[str, object] = {}
         if mode == "json-images":
@@ -93,16 +143,26 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
         elif mode != "all":
             options = {"table_filter": _only_first_table(path),
                        "count_filtered": mode == "filtered-counted"}
-        fast, fast_error = _decode(path, True, **options)
-        slow, slow_error = _decode(path, False, **options)
-        assert fast_error == slow_error, path
-        assert len(fast) == len(slow), path
-        for a, b in zip(fast, slow):
-            assert a == b, (path, a[0])
-        compared += len(fast)
-        rows_events += sum(1 for a in fast if a[0] == "RowsEvent")
+        general, general_error, _ = _decode(path, "general", **options)
+        before = taken[0]
+        python, python_error, _ = _decode(path, "python", **options)
+        python_taken += taken[0] - before
+        c, c_error, c_scanned = _decode(path, "c", **options)
+        scanned += c_scanned
+        for got, error in ((python, python_error), (c, c_error)):
+            assert error == general_error, path
+            assert len(got) == len(general), path
+            for a, b in zip(got, general):
+                assert a == b, (path, a[0])
+        compared += len(general)
+        rows_events += sum(1 for a in general if a[0] == "RowsEvent")
+        if general_error is None and "encrypt" not in path.name:
+            stream_general, stream_error = _decode_stream(path, "general", **options)
+            stream_c, stream_c_error = _decode_stream(path, "c", **options)
+            assert stream_c_error == stream_error and stream_c == stream_general, path
     assert rows_events > 500 and compared > rows_events
-    assert taken[0] > rows_events // 2  # the fast path did the common events
+    assert python_taken > rows_events // 2  # the Python fast path did the common events
+    assert scanned > rows_events // 2  # and so did the C scanner
 
 
 def test_corrupt_rows_events_fail_as_on_the_general_path(corpus_dir: Path) -> None:
@@ -117,18 +177,15 @@ def test_corrupt_rows_events_fail_as_on_the_general_path(corpus_dir: Path) -> No
         bad[spot] ^= 0x5A
         for verify in (True, False):
             results = []
-            for fast in (True, False):
-                saved = rows.FAST_TYPES
-                rows.FAST_TYPES = saved if fast else frozenset()
-                dec = BinlogDecoder(file=path.name, verify_checksums=verify)
-                try:
-                    dec.feed(bytes(bad))
-                    got: object = [_fields(ev) for ev in dec.events()]
-                except BinlakeError as exc:
-                    got = f"{type(exc).__name__}: {exc}"
-                finally:
-                    rows.FAST_TYPES = saved
+            for way in WAYS:
+                dec = _decoder(way, file=path.name, verify_checksums=verify)
+                with _Way(way):
+                    try:
+                        dec.feed(bytes(bad))
+                        got: object = [_fields(ev) for ev in dec.events()]
+                    except BinlakeError as exc:
+                        got = f"{type(exc).__name__}: {exc}"
                 results.append(got)
-            assert results[0] == results[1], (spot, verify)
+            assert results[0] == results[1] == results[2], (spot, verify)
             if verify:
                 assert isinstance(results[0], str) and "CRC32" in results[0]

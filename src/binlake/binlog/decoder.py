@@ -19,7 +19,8 @@ from .constants import (
 )
 from .codecs import control, query, rows
 from .events import Event, FormatDescriptionEvent, TransactionPayloadEvent, UnknownEvent
-from .header import EventHeader, parse_header
+from .columns.rowcodec import _speedups
+from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 
 try:  # ISA-L's CRC32 (carry-less multiply): ~5x zlib's, the same checksum
@@ -96,6 +97,11 @@ class BinlogDecoder:
         self._tm_cache: dict[bytes, TableMapEvent] = {}
         self._rows_phl: dict[int, int] = {}  # rows event type -> post-header length (per FDE)
         self._decryptor = None
+        # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
+        # twin: whatever it does not take goes the Python way below).
+        self._scanner = None if _speedups is None else _speedups.RowsScanner(
+            make_header, rows.make_rows_event, ("insert", "update", "delete"), _crc32,
+            self.tables, self._rows_phl)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
         self._buf = b""
@@ -170,8 +176,20 @@ class BinlogDecoder:
             self._consume(4)
             self._magic_checked = True
         fast_types = rows.FAST_TYPES
+        scanner = self._scanner
         while True:
             carried = bool(self._carry)
+            if (scanner is not None and not carried and self._decryptor is None
+                    and self.checksum_alg in _FAST_CHECKSUMS):
+                # A run of common rows events lying whole in the chunk, in C: stops at the
+                # first event it does not take, which the loop below decodes.
+                run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
+                                   self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
+                                   self.table_filter, self.count_filtered, self.json_images)
+                for ev in run:
+                    self._read = run.pos
+                    self.events_decoded += 1
+                    yield ev
             buf, read = self._buf, self._read
             avail = self._carry_len + len(buf) - read
             if avail < HEADER_LEN:
@@ -187,8 +205,8 @@ class BinlogDecoder:
                 raw = self._front(size)  # the one copy of an event cut by a chunk end
                 self._consume(size)
             else:
-                # The common case, inline: the event lies whole in the chunk (a slice of it,
-                # no copy), and a common rows event goes straight to the rows fast path.
+                # The event lies whole in the chunk (a slice of it, no copy); a common rows
+                # event goes straight to the rows fast path (the C scanner's Python twin).
                 raw = buf[read:read + size]
                 self._read = read + size
                 if (buf[read + 4] in fast_types and self._decryptor is None
@@ -229,6 +247,16 @@ class BinlogDecoder:
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself
         followed by its inner events."""
+        if (offset is None and self._scanner is not None and self._decryptor is None
+                and self.checksum_alg in _FAST_CHECKSUMS):
+            # A replica's common rows event, decoded where it lies (its receive buffer:
+            # nothing of it is kept) in one C call; None: anything else, decoded below.
+            ev = self._scanner.one(raw, self.file, self.checksum_alg == ChecksumAlg.CRC32,
+                                   self.verify_checksums, self.table_filter,
+                                   self.count_filtered, self.json_images)
+            if ev is not None:
+                self.events_decoded += 1
+                return [ev]
         try:
             return self._decode(raw, offset)
         except DecodeError as exc:

@@ -24,12 +24,13 @@ class EventHeader:
         return EventType.name_of(self.type_code)
 
 
-_make_header = slot_maker(EventHeader)
+make_header = slot_maker(EventHeader)
+"""EventHeader(timestamp, type_code, server_id, event_size, log_pos, flags), positionally."""
 
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> EventHeader:
     """Parse a header; the caller guarantees 19 bytes are there."""
-    return _make_header(*_HEADER.unpack_from(buf, pos))
+    return make_header(*_HEADER.unpack_from(buf, pos))
 
 
 def pack_header(h: EventHeader) -> bytes:

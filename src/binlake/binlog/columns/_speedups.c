@@ -16,8 +16,8 @@
  * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 when the CPU has it),
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
  * text), row_decoder (the type and its methods), image_rows (an event's JSON images packed, and
- * Arrow string columns of them) and objects (records and SlotMaker); this
- * file holds the module itself.
+ * Arrow string columns of them), objects (records and SlotMaker) and event_rows (the common
+ * rows event framed, checked and decoded whole); this file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -61,6 +61,7 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 }
 
 #include "speedups/objects.h"
+#include "speedups/event_rows.h"
 
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
@@ -99,7 +100,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     utf8_simd_init();
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
-        || PyType_Ready(&ImageRowsType) < 0) return NULL;
+        || PyType_Ready(&ImageRowsType) < 0 || event_rows_init() < 0) return NULL;
     static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};
     for (int i = 0; i < 5; i++) {
         g_time_fields[i] = PyUnicode_InternFromString(names[i]);
@@ -117,6 +118,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "ImageRows", (PyObject *)&ImageRowsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "RowsScanner", (PyObject *)&RowsScannerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -38,11 +38,34 @@ typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_
 
 /* many()/json_many(): every row image in [pos, end) appended to `out` (with `after`:
    (before, after) pairs of an update), as value tuples or as JSON bytes. */
+/* Append each row image of [p, end) to `out` (pairs with `adec`, an update's after
+   image); returns where the images end, or -1 with an exception. Shared by many(),
+   json_many() and the rows-event scanner (event_rows.h). */
+static Py_ssize_t many_into(RowDecoder *self, RowDecoder *adec, row_fn one, PyObject *bufobj,
+                            const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject *out) {
+    while (p < end) {
+        PyObject *row = one(self, bufobj, b, end, &p);
+        if (row == NULL) return -1;
+        if (adec != NULL) {
+            PyObject *arow = one(adec, bufobj, b, end, &p);
+            if (arow == NULL) { Py_DECREF(row); return -1; }
+            PyObject *pair = PyTuple_Pack(2, row, arow);
+            Py_DECREF(row);
+            Py_DECREF(arow);
+            if (pair == NULL) return -1;
+            row = pair;
+        }
+        int rc = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (rc < 0) return -1;
+    }
+    return p;
+}
+
 static PyObject *run_many(RowDecoder *self, PyObject *args, int json) {
     PyObject *bufobj, *out, *after = Py_None;
     Py_ssize_t p, end;
     Py_buffer view;
-    row_fn one = json ? encode_row : decode_row;
     if (json && !self->json) { PyErr_SetString(PyExc_TypeError, "built without JSON formatters"); return NULL; }
     if (!PyArg_ParseTuple(args, "OnnO!|O", &bufobj, &p, &end, &PyList_Type, &out, &after)) return NULL;
     RowDecoder *adec = NULL;
@@ -54,28 +77,9 @@ static PyObject *run_many(RowDecoder *self, PyObject *args, int json) {
         adec = (RowDecoder *)after;
     }
     if (rows_view(self, bufobj, &view, &p, &end) < 0) return NULL;
-    const unsigned char *b = view.buf;
-    while (p < end) {
-        PyObject *row = one(self, bufobj, b, end, &p);
-        if (row == NULL) goto fail;
-        if (adec != NULL) {
-            PyObject *arow = one(adec, bufobj, b, end, &p);
-            if (arow == NULL) { Py_DECREF(row); goto fail; }
-            PyObject *pair = PyTuple_Pack(2, row, arow);
-            Py_DECREF(row);
-            Py_DECREF(arow);
-            if (pair == NULL) goto fail;
-            row = pair;
-        }
-        int rc = PyList_Append(out, row);
-        Py_DECREF(row);
-        if (rc < 0) goto fail;
-    }
+    p = many_into(self, adec, json ? encode_row : decode_row, bufobj, view.buf, p, end, out);
     PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(p);
-fail:
-    PyBuffer_Release(&view);
-    return NULL;
+    return p < 0 ? NULL : PyLong_FromSsize_t(p);
 }
 
 static PyObject *RowDecoder_many(RowDecoder *self, PyObject *args) { return run_many(self, args, 0); }
@@ -141,9 +145,22 @@ static int skip_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b, 
 
 /* count(buf, pos, end[, after]) -> (rows, pos): the row images (pairs with `after`) in
    [pos, end), walked but not decoded. */
+/* The row images (pairs with `adec`) of [*pp, end) walked: how many, *pp moved to their
+   end; -1 with an exception. */
+static Py_ssize_t count_rows(RowDecoder *self, RowDecoder *adec, PyObject *bufobj,
+                             const unsigned char *b, Py_ssize_t *pp, Py_ssize_t end) {
+    Py_ssize_t rows = 0;
+    while (*pp < end) {
+        if (skip_row(self, bufobj, b, end, pp) < 0) return -1;
+        if (adec != NULL && skip_row(adec, bufobj, b, end, pp) < 0) return -1;
+        rows++;
+    }
+    return rows;
+}
+
 static PyObject *RowDecoder_count(RowDecoder *self, PyObject *args) {
     PyObject *bufobj, *after = Py_None;
-    Py_ssize_t p, end, rows = 0;
+    Py_ssize_t p, end;
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "Onn|O", &bufobj, &p, &end, &after)) return NULL;
     if (after != Py_None && Py_TYPE(after) != Py_TYPE((PyObject *)self)) {
@@ -151,17 +168,10 @@ static PyObject *RowDecoder_count(RowDecoder *self, PyObject *args) {
         return NULL;
     }
     if (rows_view(self, bufobj, &view, &p, &end) < 0) return NULL;
-    const unsigned char *b = view.buf;
-    while (p < end) {
-        if (skip_row(self, bufobj, b, end, &p) < 0) goto fail;
-        if (after != Py_None && skip_row((RowDecoder *)after, bufobj, b, end, &p) < 0) goto fail;
-        rows++;
-    }
+    Py_ssize_t rows = count_rows(self, after == Py_None ? NULL : (RowDecoder *)after, bufobj,
+                                 view.buf, &p, end);
     PyBuffer_Release(&view);
-    return Py_BuildValue("nn", rows, p);
-fail:
-    PyBuffer_Release(&view);
-    return NULL;
+    return rows < 0 ? NULL : Py_BuildValue("nn", rows, p);
 }
 
 static void free_op(ColOp *op) {

@@ -1,0 +1,404 @@
+/* RowsScanner: the common rows event framed, checked and decoded in one C call.
+ *
+ * Why: most events of a busy binlog are small rows events, and the Python steps around
+ * their rows (frame, checksum call, header object, post-header unpack, table and decoder
+ * lookups, the table filter, the event object) cost ~3 us an event: more than decoding a
+ * narrow event's rows, and most of a run that filters a table out. Here those steps are one
+ * C call per event, and a file's run of such events is one C iterator.
+ *
+ * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
+ * fallback): the same checks, the same event. Anything they would hand to the general path
+ * (an unknown table, a decoder shape not built yet, a bad checksum, a malformed image) stops
+ * the scan at that event without an error, so the general path decodes it and names the
+ * fault. The table filter's answer is kept per table (a filter is a pure function of schema
+ * and table).
+ *
+ * Part of _speedups.c: one translation unit, these parts included in order (every
+ * function static), so the parts read as modules without a C API between them. */
+#ifndef BINLAKE_SPEEDUPS_EVENT_ROWS_H
+#define BINLAKE_SPEEDUPS_EVENT_ROWS_H
+
+#define EV_HEADER_LEN 19
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *make_header;  /* EventHeader(timestamp, type_code, server_id, size, log_pos, flags) */
+    PyObject *make_rows;    /* RowsEvent(...) positionally, as rows.make_rows_event */
+    PyObject *kinds;        /* ("insert", "update", "delete") */
+    PyObject *crc;          /* crc32(buffer) -> int */
+    PyObject *tables;       /* the decoder's table id -> TableMapEvent (its own dict) */
+    PyObject *phl;          /* the decoder's rows type code -> post-header length */
+    PyObject *verdicts;     /* id(table) -> (table, kept?) under verdict_filter */
+    PyObject *verdict_filter;
+    /* one scan (file mode): what scan() was given */
+    PyObject *buf, *file, *filter;
+    Py_ssize_t pos;
+    long long base;
+    int tail, verify, count_filtered, json;
+    Py_ssize_t scanned;
+} RowsScanner;
+
+static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *g_empty_bytes;
+
+/* 0 insert, 1 update, 2 delete for the v1/v2 rows types the scanner takes; -1 otherwise */
+static inline int scan_kind(int code) {
+    switch (code) {
+    case 23: case 30: return 0;
+    case 24: case 31: return 1;
+    case 25: case 32: return 2;
+    default: return -1;
+    }
+}
+
+/* 1: the filter keeps the table, 0: it leaves it out, -1: error. Answers are kept per table
+   object (held, so its id is not reused) while the filter is the same one, at most 4096. */
+static int scan_keeps(RowsScanner *s, PyObject *filter, PyObject *table) {
+    if (s->verdict_filter != filter || PyDict_GET_SIZE(s->verdicts) >= 4096) {
+        PyDict_Clear(s->verdicts);
+        Py_INCREF(filter);
+        Py_XSETREF(s->verdict_filter, filter);
+    }
+    PyObject *id = PyLong_FromVoidPtr(table);
+    if (id == NULL) return -1;
+    PyObject *v = PyDict_GetItemWithError(s->verdicts, id);  /* borrowed: (table, verdict) */
+    if (v != NULL) {
+        Py_DECREF(id);
+        return PyTuple_GET_ITEM(v, 1) == Py_True;
+    }
+    int keep = -1;
+    PyObject *schema = NULL, *name = NULL, *r = NULL, *entry = NULL;
+    if (PyErr_Occurred() || (schema = PyObject_GetAttr(table, s_schema)) == NULL
+        || (name = PyObject_GetAttr(table, s_table)) == NULL
+        || (r = PyObject_CallFunctionObjArgs(filter, schema, name, NULL)) == NULL) goto out;
+    int truth = PyObject_IsTrue(r);
+    if (truth < 0 || (entry = PyTuple_Pack(2, table, truth ? Py_True : Py_False)) == NULL
+        || PyDict_SetItem(s->verdicts, id, entry) < 0) goto out;
+    keep = truth;
+out:
+    Py_DECREF(id);
+    Py_XDECREF(schema);
+    Py_XDECREF(name);
+    Py_XDECREF(r);
+    Py_XDECREF(entry);
+    return keep;
+}
+
+/* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 0 when the general path must
+   decode it (no exception set), -1 on an error that is not the event's (the filter raised,
+   no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
+static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
+                      Py_ssize_t size, long long offset, PyObject *file, PyObject *filter,
+                      int tail, int verify, int count_filtered, int json, PyObject **out) {
+    const unsigned char *e = b + pos;
+    int code = e[4], kind = scan_kind(code);
+    if (kind < 0 || size < EV_HEADER_LEN + tail) return 0;
+    Py_ssize_t p = pos + EV_HEADER_LEN, end = pos + size - tail;
+    if (tail && verify) {
+        PyObject *mv = PyMemoryView_FromMemory((char *)e, size - 4, PyBUF_READ);
+        if (mv == NULL) return -1;
+        PyObject *r = PyObject_CallOneArg(s->crc, mv);
+        Py_DECREF(mv);
+        if (r == NULL) return -1;
+        unsigned long crc = PyLong_AsUnsignedLong(r);
+        Py_DECREF(r);
+        if (crc == (unsigned long)-1 && PyErr_Occurred()) return -1;
+        if (crc != (unsigned long)le(e + size - 4, 4)) return 0;  /* the general path says so */
+    }
+    PyObject *code_obj = PyLong_FromLong(code);  /* a cached small int */
+    PyObject *phl_obj = PyDict_GetItemWithError(s->phl, code_obj);
+    if (phl_obj == NULL) { Py_DECREF(code_obj); return PyErr_Occurred() ? -1 : 0; }
+    long phl = PyLong_AsLong(phl_obj);
+    uint64_t table_id;
+    int flags;
+    if (phl == 8) {
+        if (end - p < 9) { Py_DECREF(code_obj); return 0; }
+    } else if (phl == 10) {
+        if (end - p < 11 || le(b + p + 8, 2) != 2) { Py_DECREF(code_obj); return 0; }
+    } else {
+        Py_DECREF(code_obj);
+        return 0;
+    }
+    table_id = le(b + p, 6);
+    flags = (int)le(b + p + 6, 2);
+    p += phl;
+    Py_ssize_t ncols = b[p++];
+    Py_ssize_t nbm = (ncols + 7) >> 3;
+    if (kind == 1) nbm += nbm;
+    if (ncols >= 251 || end - p < nbm) { Py_DECREF(code_obj); return 0; }
+
+    int rc = 0;
+    PyObject *tid = NULL, *table = NULL, *decoders = NULL, *key = NULL, *pair = NULL;
+    PyObject *rows = NULL, *header = NULL, *n_obj = NULL;
+    Py_ssize_t nrows = 0;
+    tid = PyLong_FromUnsignedLongLong(table_id);
+    if (tid == NULL) goto error;
+    table = PyDict_GetItemWithError(s->tables, tid);
+    if (table == NULL) { if (PyErr_Occurred()) goto error; goto done; }
+    Py_INCREF(table);  /* held: the filter is Python code */
+    PyObject *columns = PyObject_GetAttr(table, s_columns);
+    if (columns == NULL) goto error;
+    Py_ssize_t have = PyObject_Length(columns);
+    Py_DECREF(columns);
+    if (have < 0) goto error;
+    if (have != ncols) goto done;
+    decoders = PyObject_GetAttr(table, s_row_decoders);
+    if (decoders == NULL) goto error;
+    if (!PyDict_Check(decoders)) goto done;
+    PyObject *bitmaps = PyBytes_FromStringAndSize((const char *)b + p, nbm);
+    if (bitmaps == NULL) goto error;
+    key = PyTuple_Pack(3, code_obj, bitmaps, json ? Py_True : Py_False);
+    Py_DECREF(bitmaps);
+    if (key == NULL) goto error;
+    pair = PyDict_GetItemWithError(decoders, key);
+    if (pair == NULL) { if (PyErr_Occurred()) goto error; goto done; }  /* not built yet */
+    Py_INCREF(pair);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 4) goto done;
+    p += nbm;
+    PyObject *before = PyTuple_GET_ITEM(pair, 0), *after = PyTuple_GET_ITEM(pair, 1);
+    if (!Py_IS_TYPE(before, &RowDecoderType)
+        || (kind == 1 ? !Py_IS_TYPE(after, &RowDecoderType) : after != Py_None)) goto done;
+    RowDecoder *dec = (RowDecoder *)before, *adec = kind == 1 ? (RowDecoder *)after : NULL;
+    int filtered = 0;
+    if (filter != Py_None) {
+        int keep = scan_keeps(s, filter, table);
+        if (keep < 0) goto error;
+        filtered = !keep;
+    }
+    if (dec->npresent == 0 && p < end) goto done;  /* as rows_view(): the general path says why */
+    if (filtered) {
+        rows = PyList_New(0);
+        if (rows == NULL) goto error;
+        if (count_filtered) {
+            nrows = count_rows(dec, adec, bufobj, b, &p, end);
+            if (nrows < 0) goto decode_failed;
+        } else {
+            p = end;
+        }
+    } else if (json) {
+        PyObject *jb = PyTuple_GET_ITEM(pair, 2), *ja = PyTuple_GET_ITEM(pair, 3);
+        if (!Py_IS_TYPE(jb, &RowDecoderType) || !((RowDecoder *)jb)->json) goto done;
+        PyObject *args = kind == 1 ? Py_BuildValue("(OnnO)", bufobj, p, end, ja)
+                                   : Py_BuildValue("(Onn)", bufobj, p, end);
+        if (args == NULL) goto error;
+        PyObject *res = RowDecoder_json_rows((RowDecoder *)jb, args);
+        Py_DECREF(args);
+        if (res == NULL) goto decode_failed;
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) { Py_DECREF(res); goto done; }
+        rows = PyTuple_GET_ITEM(res, 0);
+        Py_INCREF(rows);
+        p = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+        Py_DECREF(res);
+        if (p == -1 && PyErr_Occurred()) goto error;
+    } else {
+        rows = PyList_New(0);
+        if (rows == NULL) goto error;
+        p = many_into(dec, adec, decode_row, bufobj, b, p, end, rows);
+        if (p < 0) goto decode_failed;
+    }
+    if (p != end) goto done;
+
+    uint32_t log_pos = (uint32_t)le(e + 13, 4);
+    long long start_at = offset, end_at;
+    if (offset < 0) {  /* a stream: log_pos is where the event ends */
+        end_at = log_pos;
+        start_at = log_pos ? (long long)log_pos - size : 0;
+    } else {
+        end_at = offset + size;
+    }
+    {
+        PyObject *hv[6] = {PyLong_FromUnsignedLong((unsigned long)le(e, 4)), code_obj,
+                           PyLong_FromUnsignedLong((unsigned long)le(e + 5, 4)),
+                           PyLong_FromSsize_t(size), PyLong_FromUnsignedLong(log_pos),
+                           PyLong_FromLong((long)le(e + 17, 2))};
+        int ok = hv[0] && hv[2] && hv[3] && hv[4] && hv[5];
+        header = ok ? PyObject_Vectorcall(s->make_header, hv, 6, NULL) : NULL;
+        for (int i = 0; i < 6; i++) if (i != 1) Py_XDECREF(hv[i]);
+        if (header == NULL) goto error;
+    }
+    n_obj = PyLong_FromSsize_t(nrows);
+    PyObject *start_obj = PyLong_FromLongLong(start_at), *end_obj = PyLong_FromLongLong(end_at);
+    PyObject *flags_obj = PyLong_FromLong(flags);
+    PyObject *version = PyLong_FromLong(code >= 30 ? 2 : 1);
+    if (n_obj && start_obj && end_obj && flags_obj && version) {
+        PyObject *ev_args[14] = {header, file, start_obj, end_obj, Py_None,
+                                 PyTuple_GET_ITEM(s->kinds, kind), tid, flags_obj, table, rows,
+                                 g_empty_bytes, version, filtered ? Py_True : Py_False, n_obj};
+        *out = PyObject_Vectorcall(s->make_rows, ev_args, 14, NULL);
+    }
+    Py_XDECREF(start_obj);
+    Py_XDECREF(end_obj);
+    Py_XDECREF(flags_obj);
+    Py_XDECREF(version);
+    if (*out == NULL) goto error;
+    rc = 1;
+    goto done;
+decode_failed:  /* a malformed image: the general path decodes it again and names the fault */
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) goto error;
+    PyErr_Clear();
+    goto done;
+error:
+    rc = -1;
+done:
+    Py_DECREF(code_obj);
+    Py_XDECREF(tid);
+    Py_XDECREF(table);
+    Py_XDECREF(decoders);
+    Py_XDECREF(key);
+    Py_XDECREF(pair);
+    Py_XDECREF(rows);
+    Py_XDECREF(header);
+    Py_XDECREF(n_obj);
+    return rc;
+}
+
+static int RowsScanner_init(RowsScanner *self, PyObject *args, PyObject *kw) {
+    PyObject *mh, *mr, *kinds, *crc, *tables, *phl;
+    if (!PyArg_ParseTuple(args, "OOO!OO!O!", &mh, &mr, &PyTuple_Type, &kinds, &crc,
+                          &PyDict_Type, &tables, &PyDict_Type, &phl)) return -1;
+    if (PyTuple_GET_SIZE(kinds) != 3) {
+        PyErr_SetString(PyExc_TypeError, "kinds must be (insert, update, delete)");
+        return -1;
+    }
+#define KEEP(f, v) do { Py_INCREF(v); Py_XSETREF(self->f, v); } while (0)
+    KEEP(make_header, mh); KEEP(make_rows, mr); KEEP(kinds, kinds); KEEP(crc, crc);
+    KEEP(tables, tables); KEEP(phl, phl);
+#undef KEEP
+    Py_XSETREF(self->verdicts, PyDict_New());
+    if (self->verdicts == NULL) return -1;
+    return 0;
+}
+
+/* one(event, file, tail, verify, filter, count_filtered, json_images) -> RowsEvent | None */
+static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) { PyErr_SetString(PyExc_TypeError, "one() takes 7 arguments"); return NULL; }
+    if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
+    int tail = PyObject_IsTrue(args[2]) ? 4 : 0, verify = PyObject_IsTrue(args[3]);
+    int count = PyObject_IsTrue(args[5]), json = PyObject_IsTrue(args[6]);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *ev = NULL;
+    int rc = 0;
+    if (view.len >= EV_HEADER_LEN && (Py_ssize_t)le((const unsigned char *)view.buf + 9, 4) == view.len)
+        rc = scan_event(self, args[0], view.buf, 0, view.len, -1, args[1], args[4], tail, verify,
+                        count, json, &ev);
+    PyBuffer_Release(&view);
+    if (rc < 0) return NULL;
+    if (rc == 0) Py_RETURN_NONE;
+    return ev;
+}
+
+/* scan(buf, pos, base, file, tail, verify, filter, count_filtered, json_images) -> self: an
+   iterator over the common rows events lying whole in buf from pos (base: the file offset of
+   buf[0]); `pos` follows it. It stops at the first event it does not take. */
+static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) { PyErr_SetString(PyExc_TypeError, "scan() takes 9 arguments"); return NULL; }
+    if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    long long base = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
+    Py_INCREF(args[3]); Py_XSETREF(self->file, args[3]);
+    Py_INCREF(args[6]); Py_XSETREF(self->filter, args[6]);
+    self->pos = pos;
+    self->base = base;
+    self->tail = PyObject_IsTrue(args[4]) ? 4 : 0;
+    self->verify = PyObject_IsTrue(args[5]);
+    self->count_filtered = PyObject_IsTrue(args[7]);
+    self->json = PyObject_IsTrue(args[8]);
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *RowsScanner_next(RowsScanner *self) {
+    if (self->buf == NULL) return NULL;
+    /* The buffer is taken for this event only: nothing holds the caller's memory between
+       events (it is refilled once the decoder has moved on). */
+    Py_buffer view;
+    if (PyObject_GetBuffer(self->buf, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t pos = self->pos, size;
+    PyObject *ev = NULL;
+    int rc = 0;
+    if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
+        && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN && size <= view.len - pos)
+        rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file, self->filter,
+                        self->tail, self->verify, self->count_filtered, self->json, &ev);
+    PyBuffer_Release(&view);
+    if (rc == 1) {
+        self->pos = pos + size;
+        self->scanned++;
+        return ev;
+    }
+    Py_CLEAR(self->buf);  /* done: an event it does not take, or the chunk's end */
+    return NULL;
+}
+
+static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
+    Py_VISIT(self->make_header); Py_VISIT(self->make_rows); Py_VISIT(self->kinds);
+    Py_VISIT(self->crc); Py_VISIT(self->tables); Py_VISIT(self->phl);
+    Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
+    Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
+    return 0;
+}
+
+static int RowsScanner_clear(RowsScanner *self) {
+    Py_CLEAR(self->make_header); Py_CLEAR(self->make_rows); Py_CLEAR(self->kinds);
+    Py_CLEAR(self->crc); Py_CLEAR(self->tables); Py_CLEAR(self->phl);
+    Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
+    Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
+    return 0;
+}
+
+static void RowsScanner_dealloc(RowsScanner *self) {
+    PyObject_GC_UnTrack(self);
+    RowsScanner_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef RowsScanner_members[] = {
+    {"pos", T_PYSSIZET, offsetof(RowsScanner, pos), READONLY,
+     "where the scan stands: the end of the last event it handed out"},
+    {"scanned", T_PYSSIZET, offsetof(RowsScanner, scanned), READONLY,
+     "events handed out by scans so far"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyMethodDef RowsScanner_methods[] = {
+    {"one", (PyCFunction)(void (*)(void))RowsScanner_one, METH_FASTCALL,
+     "one(event, file, crc32_tail, verify, filter, count_filtered, json_images) -> RowsEvent or "
+     "None: one whole event of a stream (its offset from the header's log_pos)."},
+    {"scan", (PyCFunction)(void (*)(void))RowsScanner_scan, METH_FASTCALL,
+     "scan(buf, pos, base, file, crc32_tail, verify, filter, count_filtered, json_images) -> "
+     "self, an iterator of the common rows events from buf[pos] on; .pos follows it."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject RowsScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "binlake.binlog.columns._speedups.RowsScanner",
+    .tp_basicsize = sizeof(RowsScanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, crc32, tables, post_header_lens): "
+              "common rows events framed, checked and decoded in C (see event_rows.h).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RowsScanner_init,
+    .tp_dealloc = (destructor)RowsScanner_dealloc,
+    .tp_traverse = (traverseproc)RowsScanner_traverse,
+    .tp_clear = (inquiry)RowsScanner_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)RowsScanner_next,
+    .tp_members = RowsScanner_members,
+    .tp_methods = RowsScanner_methods,
+};
+
+static int event_rows_init(void) {
+    s_columns = PyUnicode_InternFromString("columns");
+    s_row_decoders = PyUnicode_InternFromString("row_decoders");
+    s_schema = PyUnicode_InternFromString("schema");
+    s_table = PyUnicode_InternFromString("table");
+    g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
+    if (!s_columns || !s_row_decoders || !s_schema || !s_table || !g_empty_bytes) return -1;
+    return PyType_Ready(&RowsScannerType);
+}
+
+#endif  /* BINLAKE_SPEEDUPS_EVENT_ROWS_H */
