@@ -416,8 +416,9 @@ class ChangeTracker:
 
     def _rows_records(self, ev: RowsEvent) -> list[ChangeRecord]:
         tm = ev.table
-        if self.table_filter is not None and not self.table_filter(tm.schema, tm.table):
-            return []
+        if ev.filtered or (self.table_filter is not None
+                           and not self.table_filter(tm.schema, tm.table)):
+            return []  # (filtered: the decoder left its rows out)
         pk = tm.row_decoders.get("pk-names", ())
         if pk == ():
             names = tm.column_names
