@@ -72,6 +72,20 @@ def _decode(path: Path, way: str, **options: object) -> tuple[list[tuple], str |
     return out, None, dec._scanner.scanned if dec._scanner is not None else 0
 
 
+def _each_way(data: bytes, **options: object) -> list[object]:
+    """One file's bytes fed whole and decoded each way: its events' fields, or the error."""
+    results: list[object] = []
+    for way in WAYS:
+        dec = _decoder(way, **options)
+        with _Way(way):
+            try:
+                dec.feed(data)
+                results.append([_fields(ev) for ev in dec.events()])
+            except BinlakeError as exc:
+                results.append(f"{type(exc).__name__}: {exc}")
+    return results
+
+
 def _decode_stream(path: Path, way: str, **options: object) -> tuple[list[tuple], str | None]:
     """Each whole event handed to decode_event as a replica does (no file offsets)."""
     data = path.read_bytes()
@@ -177,16 +191,7 @@ def test_corrupt_rows_events_fail_as_on_the_general_path(corpus_dir: Path) -> No
         bad = bytearray(data)
         bad[spot] ^= 0x5A
         for verify in (True, False):
-            results = []
-            for way in WAYS:
-                dec = _decoder(way, file=path.name, verify_checksums=verify)
-                with _Way(way):
-                    try:
-                        dec.feed(bytes(bad))
-                        got: object = [_fields(ev) for ev in dec.events()]
-                    except BinlakeError as exc:
-                        got = f"{type(exc).__name__}: {exc}"
-                results.append(got)
+            results = _each_way(bytes(bad), file=path.name, verify_checksums=verify)
             assert results[0] == results[1] == results[2], (spot, verify)
             if verify:
                 assert isinstance(results[0], str) and "CRC32" in results[0]
@@ -215,8 +220,8 @@ def rows_seeds(corpus_dir: Path) -> list[tuple[bytes, list[tuple[int, int]]]]:
 @given(data=st.data())
 def test_mutated_rows_events_decode_alike_on_every_path(rows_seeds, data) -> None:
     """Bytes changed anywhere in a rows event's body, and its rows cut short (checksums off,
-    so the changes reach the row decoders): the C scanner, the Python fast path and the general path give the
-    same events or the same error, and nothing crashes."""
+    so the changes reach the row decoders): the C scanner, the Python fast path and the
+    general path give the same events or the same error, and nothing crashes."""
     blob, spans = data.draw(st.sampled_from(rows_seeds))
     offset, size = data.draw(st.sampled_from(spans))
     buf = bytearray(blob[:offset + size])
@@ -228,16 +233,7 @@ def test_mutated_rows_events_decode_alike_on_every_path(rows_seeds, data) -> Non
         buf[offset + 9:offset + 13] = (size - cut).to_bytes(4, "little")
     options = data.draw(st.sampled_from([{}, {"json_images": True},
                                          {"table_filter": _KEEP_NONE, "count_filtered": True}]))
-    results = []
-    for way in WAYS:
-        dec = _decoder(way, file="fuzz", verify_checksums=False, **options)
-        with _Way(way):
-            try:
-                dec.feed(bytes(buf))
-                got: object = [_fields(ev) for ev in dec.events()]
-            except BinlakeError as exc:
-                got = f"{type(exc).__name__}: {exc}"
-        results.append(got)
+    results = _each_way(bytes(buf), file="fuzz", verify_checksums=False, **options)
     assert results[0] == results[2] and results[1] == results[2]
 
 
