@@ -26,9 +26,12 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     rows = batches = 0
-    for batch in events_to_batches(read_files(args.files, json_images=True),
-                                   batch_size=args.batch_size,
-                                   tables=table_filter(args.tables), statements=False):
+    tables = table_filter(args.tables)
+    # As the Spark files source reads: the filter in the decoder, left-out rows only counted.
+    events = read_files(args.files, json_images=True, table_filter=tables,
+                        count_filtered=tables is not None)
+    for batch in events_to_batches(events, batch_size=args.batch_size, tables=tables,
+                                   statements=False):
         rows += batch.num_rows
         batches += 1
     sys.stdout.write(json.dumps({"rows": rows, "batches": batches,

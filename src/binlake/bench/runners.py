@@ -377,7 +377,7 @@ ALL_RUNNERS: dict[str, type[Runner]] = {
 }
 DEFAULT_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream", "mariadb-binlog-vv",
                  "raw-transfer")
-PER_TABLE_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream")
+PER_TABLE_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream", "binlake-arrow")
 
 
 def count_mariadb_binlog_rows(ctx: BenchContext) -> dict[str, dict[str, int]]:

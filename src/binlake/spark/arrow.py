@@ -413,7 +413,7 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     for ev in events:
         if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
             tm = ev.table
-            if tables is not None and not tables(tm.schema, tm.table):
+            if ev.filtered or (tables is not None and not tables(tm.schema, tm.table)):
                 continue
             n = len(ev.rows)
             if builder._n + n <= batch_size:  # the whole event fits: the common case
