@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .errors import BinlakeError
 
@@ -63,6 +63,27 @@ def parse_xid(text: str) -> str:
     gtrid = _literal(m.group(1))
     bqual = _literal(m.group(2)) if m.group(2) else b""
     return xid_text(int(m.group(3)) if m.group(3) else 1, gtrid, bqual)
+
+
+def recovered_xids(rows: Iterable[Sequence[Any]], mariadb: bool) -> set[str]:
+    """The XIDs of an `XA RECOVER` answer, in `xid_text` form. Asked with the XID in hex so
+    any bytes survive: MariaDB's FORMAT='SQL' gives `X'gtrid',X'bqual',format`, MySQL's
+    CONVERT XID gives `0x` + the hex of gtrid and bqual together, cut by the two lengths.
+    Raises ValueError or XaError on another form."""
+    out = set()
+    for fmt, glen, blen, data in (r[:4] for r in rows):
+        text = data.decode("ascii") if isinstance(data, bytes) else str(data)
+        if mariadb:
+            out.add(parse_xid(text))
+            continue
+        if not text.startswith("0x"):
+            raise ValueError(f"XA RECOVER data {text!r} is not 0x + hex")
+        raw = bytes.fromhex(text[2:])
+        g, b = int(glen), int(blen)
+        if not 0 <= g <= 64 or not 0 <= b <= 64 or g + b != len(raw):
+            raise ValueError(f"XA RECOVER lengths {g} + {b} do not cut {len(raw)} bytes")
+        out.add(xid_text(int(fmt), raw[:g], raw[g:]))
+    return out
 
 
 def decision(query: str) -> tuple[bool, str] | None:

@@ -15,7 +15,7 @@ from binlake.cli import main as cli
 from binlake.errors import ConfigError
 from binlake.files import locate_prepared, read_events, read_range
 from binlake.replica.position import Position
-from binlake.xa import PreparedRange, XaError, decision, parse_xid, xa_start
+from binlake.xa import PreparedRange, XaError, decision, parse_xid, recovered_xids, xa_start
 
 XA_FILE = "generated-mariadb-10.11/mariadb-10.11.19-gtid-domains-xa.000001"
 # In that file (workload.sql, scenario gtid-domains-xa): XA 'xa1' inserts id 103, prepared in
@@ -203,3 +203,18 @@ def test_mariadb_rollback_drops_the_rows(corpus_dir: Path) -> None:
     ids = [r.after["id"] for e in evs for r in tracker.records(rollback if e is commit else e)
            if r.table == "t_int"]
     assert ids == [100, 101, 102, 104] and tracker.xa.ranges() == ()
+
+
+def test_xa_recover_answers_of_both_servers() -> None:
+    """MySQL's `XA RECOVER CONVERT XID` (its manual's example: 'abc','def',7) and MariaDB's
+    `XA RECOVER FORMAT='SQL'` name the same XIDs; another form is refused, not guessed."""
+    mysql = [(7, 3, 3, b"0x616263646566"), ("1", "2", "0", "0x0aff")]
+    assert recovered_xids(mysql, mariadb=False) == {parse_xid("'abc','def',7"),
+                                                     "X'0aff',X'',1"}
+    maria = [(7, 3, 3, "X'616263',X'646566',7")]
+    assert recovered_xids(maria, mariadb=True) == {parse_xid("'abc','def',7")}
+    for bad in ([(7, 3, 3, b"abcdef")], [(7, 3, 4, b"0x616263646566")], [(1, 1, 0, "0xzz")]):
+        with pytest.raises(ValueError):
+            recovered_xids(bad, mariadb=False)
+    with pytest.raises(XaError):
+        recovered_xids([(1, 3, 0, "abc")], mariadb=True)

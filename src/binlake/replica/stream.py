@@ -26,7 +26,7 @@ from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
 from .position import BoundaryError, Position, TransactionBoundaries
 from .url import ServerURL
-from ..xa import PreparedRange, XaError, XaLedger, decision, parse_xid, xid_text
+from ..xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
 
 log = logging.getLogger("binlake.replica")
 
@@ -739,20 +739,12 @@ def prepared_xids(conn: MySQLConnection) -> set[str] | None:
         log.warning("XA RECOVER refused (%s): XA transactions prepared before the start are "
                     "found when their commit is read", exc.server_message)
         return None
-    out = set()
     try:
-        for fmt, glen, blen, data in (r[:4] for r in rows):
-            text = data.decode("ascii") if isinstance(data, bytes) else str(data)
-            if mariadb:  # X'gtrid',X'bqual',format
-                out.add(parse_xid(text))
-            else:  # 0x + hex of gtrid and bqual together
-                raw = bytes.fromhex(text[2:])
-                out.add(xid_text(int(fmt), raw[:int(glen)], raw[int(glen):int(glen) + int(blen)]))
+        return recovered_xids(rows, mariadb)
     except (ValueError, XaError) as exc:
         log.warning("XA RECOVER answered in an unexpected form (%s): XA transactions prepared "
                     "before the start are found when their commit is read", exc)
         return None
-    return out
 
 
 def find_prepares(url: ServerURL, xids: set[str], before: tuple[str, int], *, server_id: int,
