@@ -105,6 +105,72 @@ def _decode_stream(path: Path, way: str, **options: object) -> tuple[list[tuple]
     return out, None
 
 
+def _raw_events(data: bytes) -> list[bytes]:
+    """A binlog file's whole events, as a primary sends them (its magic left out)."""
+    out, pos = [], 4
+    while pos + 19 <= len(data):
+        size = int.from_bytes(data[pos + 9:pos + 13], "little")
+        if size < 19 or pos + size > len(data):
+            break
+        out.append(data[pos:pos + size])
+        pos += size
+    return out
+
+
+def _event_packet(event: bytes, seq: int, status: int = 0) -> bytes:
+    """An event as a binlog dump sends it: packet header, status byte, the event."""
+    return (len(event) + 1).to_bytes(3, "little") + bytes([seq & 0xFF, status]) + event
+
+
+def _event_packets(events: list[bytes]) -> bytearray:
+    """Events as a binlog dump sends them, a payload of 16 MiB or more in pieces of
+    0xFFFFFF bytes (and an empty one after an exact multiple), sequence ids wrapping."""
+    out, seq = bytearray(), 0
+    for ev in events:
+        payload = b"\x00" + ev
+        while True:
+            piece, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
+            out += len(piece).to_bytes(3, "little") + bytes([seq]) + piece
+            seq = (seq + 1) & 0xFF
+            if len(piece) < 0xFFFFFF:
+                break
+    return out
+
+
+def _decode_packets(path: Path, **options: object) -> tuple[list[tuple], str | None, int]:
+    """A replica's way with a received buffer of event packets (sequence ids wrapping at
+    256): C runs of the common rows events, the packet each run stops at decoded the
+    general way (decode_event), then runs again. (events' fields, the error, events the
+    runs took)."""
+    buf = _event_packets(_raw_events(path.read_bytes()))
+    dec = _decoder("c", file=path.name, **options)
+    out: list[tuple] = []
+    pos = seq = taken = 0
+    try:
+        while pos < len(buf):
+            run = dec.scan_packets(buf, pos, len(buf), seq)
+            if run is not None:
+                for ev in run:
+                    out.append(_fields(ev))
+                    taken += 1
+                pos, seq = run.pos, run.seq
+                if pos == len(buf):
+                    break
+            payload = bytearray()
+            while True:  # one payload, its pieces joined
+                length = int.from_bytes(buf[pos:pos + 3], "little")
+                assert buf[pos + 3] == seq  # a run stops at a packet's start
+                payload += buf[pos + 4:pos + 4 + length]
+                pos, seq = pos + 4 + length, (seq + 1) & 0xFF
+                if length < 0xFFFFFF:
+                    break
+            assert payload[0] == 0
+            out.extend(_fields(ev) for ev in dec.decode_event(memoryview(payload)[1:]))
+    except BinlakeError as exc:
+        return out, f"{type(exc).__name__}: {exc}", taken
+    return out, None, taken
+
+
 def _fields(ev: object) -> tuple:
     values = []
     for f in dataclasses.fields(ev):
@@ -150,7 +216,7 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
         return ev
 
     monkeypatch.setattr(rows, "fast_rows", counting)
-    compared = rows_events = scanned = python_taken = 0
+    compared = rows_events = scanned = python_taken = packet_runs = 0
     for path in corpus_files(corpus_dir):
         options: dict[str, object] = {}
         if mode == "json-images":
@@ -175,9 +241,13 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
             stream_general, stream_error = _decode_stream(path, "general", **options)
             stream_c, stream_c_error = _decode_stream(path, "c", **options)
             assert stream_c_error == stream_error and stream_c == stream_general, path
+            packets, packets_error, taken_here = _decode_packets(path, **options)
+            assert packets_error == stream_error and packets == stream_general, path
+            packet_runs += taken_here
     assert rows_events > 500 and compared > rows_events
     assert python_taken > rows_events // 2  # the Python fast path did the common events
     assert scanned > rows_events // 2  # and so did the C scanner
+    assert packet_runs > rows_events // 2  # and the runs over received packets
 
 
 def test_corrupt_rows_events_fail_as_on_the_general_path(corpus_dir: Path) -> None:
@@ -240,3 +310,38 @@ def test_mutated_rows_events_decode_alike_on_every_path(rows_seeds, data) -> Non
 def _KEEP_NONE(schema: str, table: str) -> bool:
     """Every table left out: its rows counted, not decoded."""
     return False
+
+
+def test_packet_runs_stop_at_what_they_do_not_take(rows_seeds) -> None:
+    """A run over received packets takes the common rows events and stops, without reading
+    it, at a packet that is cut short, out of sequence, not an event (0xFF: an error), 16
+    MiB or more (continued in the next packet), or whose event size disagrees with it."""
+    blob, spans = rows_seeds[0]
+    events = _raw_events(blob)
+    offset, size = spans[0]
+    rows_event = blob[offset:offset + size]
+    first = events.index(rows_event)
+    dec = _decoder("c", file="packets")
+    for ev in events[:first + 1]:  # the format, the table maps, the event (its decoders built)
+        dec.decode_event(ev)
+
+    def run(buf: bytes | bytearray, seq: int = 7, end: int | None = None) -> tuple[int, int, int]:
+        r = dec.scan_packets(bytearray(buf), 0, len(buf) if end is None else end, seq)
+        assert r is not None
+        return sum(1 for _ in r), r.pos, r.seq
+
+    good = [_event_packet(rows_event, 7 + i) for i in range(3)]
+    whole = b"".join(good)
+    assert run(whole) == (3, len(whole), 10)
+    assert run(whole, end=len(whole) - 1) == (2, 2 * len(good[0]), 9)  # the last one cut
+    assert run(whole, seq=8) == (0, 0, 8)  # out of sequence: the general path says so
+    bad = {
+        "error packet": _event_packet(rows_event, 8, status=0xFF),
+        "out of sequence": _event_packet(rows_event, 9),
+        "16 MiB marker": b"\xff\xff\xff\x08\x00" + rows_event,
+        "size mismatch": (len(rows_event) + 2).to_bytes(3, "little") + b"\x08\x00" + rows_event + b"x",
+    }
+    for name, packet in bad.items():
+        assert run(good[0] + packet + good[2]) == (1, len(good[0]), 8), name
+    seq_wrap = _event_packet(rows_event, 255) + _event_packet(rows_event, 0)
+    assert run(seq_wrap, seq=255) == (2, len(seq_wrap), 1)

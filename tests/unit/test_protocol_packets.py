@@ -174,3 +174,39 @@ def test_resync_accepts_the_next_sequence_id_once() -> None:
     assert bytes(rx.next_packet()) == b"c"
     with pytest.raises(ProtocolError):
         rx.next_packet()
+
+
+def test_unread_bytes_handed_to_a_caller_that_frames_packets_itself() -> None:
+    """unread/advance: the receive buffer's unread bytes and the next sequence id, for a
+    caller that frames whole packets itself (the replica's C runs of event packets); the
+    packets after the ones it read still come out of next_packet in order."""
+    s = PacketStream()
+    data, seq = b"", 0
+    for body in (b"one", b"two", b"three"):
+        wire, seq = frame(body, seq)
+        data += wire
+    s.feed(data)
+    buf, start, end, next_seq = s.unread()
+    assert (end - start, next_seq) == (len(data), 0)
+    assert bytes(buf[start:end]) == data
+    s.advance(start + 7, 1)  # "one" read by the caller
+    assert bytes(s.next_packet()) == b"two" and bytes(s.next_packet()) == b"three"
+    assert s.next_packet() is None
+    with pytest.raises(ValueError):
+        s.advance(end + 1, 3)  # past what was received
+    with pytest.raises(ValueError):
+        s.advance(end, 256)
+
+
+def test_unread_refused_while_the_framing_is_not_plain() -> None:
+    """No unread bytes for a caller while a 16 MiB+ payload is half reassembled, the
+    sequence id is being resynchronised, or sequence ids are not checked."""
+    s = PacketStream()
+    s.feed(packet_header(MAX_PAYLOAD, 0) + bytes(MAX_PAYLOAD))
+    assert s.next_packet() is None and s.in_continuation
+    assert s.unread() is None
+    s = PacketStream()
+    s.resync()
+    assert s.unread() is None
+    assert PacketStream(check_sequence=False).unread() is None
+    assert PacketStream().unread() is not None

@@ -45,6 +45,18 @@ _MARIADB_COMPRESSED = frozenset(range(E.MARIADB_QUERY_COMPRESSED, E.MARIADB_DELE
 _FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 
 
+class PacketRun(Protocol):
+    """The C iterator of `BinlogDecoder.scan_packets`: where it stands in the receive buffer
+    (after the last event it handed out) and the sequence id of the next packet."""
+
+    pos: int
+    seq: int
+
+    def __iter__(self) -> Iterator[Event]: ...
+
+    def __next__(self) -> Event: ...
+
+
 class TableResolver(Protocol):
     """Fills in what a TABLE_MAP lacks (names, signedness, charsets) from schema history.
 
@@ -244,6 +256,19 @@ class BinlogDecoder:
         return self._buf_start + self._read - self._carry_len
 
     # -- stream mode -----------------------------------------------------------------------
+    def scan_packets(self, buf: bytearray, start: int, end: int, seq: int) -> PacketRun | None:
+        """The common rows events of a replica's received event packets in buf[start:end]
+        (sequence ids from `seq` on), framed, checked and decoded by one C iterator that
+        stops at the first packet it does not take; its `pos` and `seq` say where the stream
+        stands after the events it handed out. None when this decoder cannot (no C
+        extension, an encrypted binlog, a checksum it does not know): read packet by packet."""
+        scanner = self._scanner
+        if scanner is None or self._decryptor is not None or self.checksum_alg not in _FAST_CHECKSUMS:
+            return None
+        return scanner.scan_packets(buf, start, end, seq, self.file,
+                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
+                                    self.table_filter, self.count_filtered, self.json_images)
+
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself
         followed by its inner events."""

@@ -218,6 +218,25 @@ class PacketStream:
                 return memoryview(assembling)
             return body
 
+    def unread(self) -> tuple[bytearray, int, int, int] | None:
+        """(buffer, start, end, sequence id of the next packet) of the bytes received and not
+        yet returned, for a caller that frames whole packets itself (then `advance`); None
+        while the framing is not plain: a 16 MiB+ payload half reassembled, the sequence id
+        being resynchronised or not checked."""
+        if self._assembling is not None or self.seq == _RESYNC or not self.check_sequence:
+            return None
+        return self._buf, self._start, self._end, self.seq
+
+    def advance(self, pos: int, seq: int) -> None:
+        """The caller of `unread` read whole packets up to buffer offset `pos`; `seq` is the
+        sequence id of the next one."""
+        if not self._start <= pos <= self._end or not 0 <= seq <= 0xFF:
+            raise ValueError(f"advance({pos}, {seq}) outside the unread bytes "
+                             f"[{self._start}, {self._end}]")
+        self._start = pos
+        self.seq = seq
+        self._need = HEADER_SIZE
+
     def next_packet_copy(self) -> bytes | None:
         """Like next_packet() but an owned bytes object, safe to keep."""
         view = self.next_packet()

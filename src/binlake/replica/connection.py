@@ -435,6 +435,15 @@ class MySQLConnection:
         for it."""
         return self._stream.next_packet()
 
+    def unread_packets(self) -> tuple[bytearray, int, int, int] | None:
+        """The received bytes not read yet, for a caller that frames whole packets itself
+        (PacketStream.unread; follow with skip_packets). No socket call."""
+        return self._stream.unread()
+
+    def skip_packets(self, pos: int, seq: int) -> None:
+        """Whole packets up to `pos` of the receive buffer were read by the caller."""
+        self._stream.advance(pos, seq)
+
     def read_packet_copy(self) -> bytes:
         """Like read_packet() but an owned bytes object."""
         return bytes(self.read_packet())

@@ -37,6 +37,9 @@ _POSITION_HINT = ("start from a position it still has (--start FILE:POS or --gti
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in the file
 
 
+_MIN_EVENT_PACKET = 4 + 1 + 19
+"""Packet header, status byte, event header: the least a received event packet can be."""
+
 class _ResolveAt:
     """A table resolver asked as if every TABLE_MAP were at one binlog place."""
 
@@ -411,94 +414,131 @@ class BinlogStream:
             return
         buffered = conn.buffered_packet
         tx = self._tx
+        scan_next = not semi  # (semi-sync packets carry a header the scan does not take)
         while True:
-            # Most packets are already in the receive buffer: taken without the blocking
-            # read's guard (a stop request still goes through it), and a plain event
-            # (0x00 + event) without the general parser.
-            pkt = None if self._stop_requested else buffered()
-            if pkt is None:
-                pkt = self._read(conn)
-            if not semi and pkt and pkt[0] == 0:
-                raw, need_ack = pkt[1:], False
+            run = None
+            if scan_next and self._started and not self._stop_requested:
+                # The common rows events already received, framed and decoded by one C
+                # iterator (it stops at the first packet it does not take, which the general
+                # way below reads); the receive buffer moves past the events it handed out
+                # when the run ends or is left.
+                unread = conn.unread_packets()
+                if unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET:
+                    run = dec.scan_packets(*unread)
+            if run is not None:
+                events, need_ack = run, False
             else:
-                try:
-                    sp = dlg.parse_stream_packet(pkt, semi)
-                except ServerError as exc:
-                    if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
-                        raise self._position_error(exc) from None
-                    raise
-                if sp.kind == "eof":
-                    conn.end_raw()
-                    if not self.options.until_end:
-                        # A blocking dump has no end: the primary is going away (shutdown).
-                        raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
-                                             hint="the primary is shutting down or dropped the replica; reconnecting")
-                    if stop_at is not None and not self._reached(stop_at):
-                        raise BinlakeError(f"the stream ended at {self.position} before {stop_at[0]}:{stop_at[1]}",
-                                           hint="the primary has less binlog than the requested range")
+                events, need_ack = self._next_events(conn, dec, buffered, semi)
+                if events is None:
                     return
-                raw, need_ack = sp.event, sp.need_ack
-                del sp
-            self._got_event = True
-            if not self._started:
-                self._started = True
-                if self.options.on_stream_start is not None:
-                    self.options.on_stream_start(self.position)
+                scan_next = not semi
             last: Event | None = None
-            # The decoder takes the common rows event straight from the receive buffer (it
-            # keeps nothing of it) and copies anything else, so the packet can go before its
-            # events are handled: a reassembled 16 MiB+ packet is freed, not kept beside them.
-            del pkt
-            events = dec.decode_event(raw)
-            del raw
-            for ev in events:
-                self.events_seen += 1
-                last = ev
-                if isinstance(ev, RowsEvent):
-                    # The hot path, handled here without the generator layers of _handle:
-                    # each record counts in the position as it is handed out.
-                    self.last_event_ts = ev.timestamp
-                    # (inside an explicit transaction, a rows event neither opens nor closes one)
-                    closes = (False if tx.in_tx and not tx.implicit_rows
-                              else tx.observe(ev))  # may open an implicit (MySQL 5.1) transaction
-                    n = ev.filtered_rows if ev.filtered else len(ev.rows)
-                    if xa.holding:  # an XA PREPARE: held until its COMMIT, nothing counted
-                        tracker.records(ev)  # (a filtered one: its rows count in the group)
-                    elif self._skip >= n:  # delivered before the reconnect/restart
-                        self._skip -= n
-                        self._rows_in_tx += n
-                    elif ev.filtered:  # counted, not kept: nothing to hand out
-                        self._rows_in_tx += n
-                        self._skip = 0
-                    elif self._skip:
-                        yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)),
-                                                 batched)
-                    elif batched:
-                        recs = tracker.records(ev)
-                        self._rows_in_tx += n
-                        self.rows_seen += len(recs)
-                        if recs:
-                            yield recs
-                    else:
-                        base = self._rows_in_tx + 1
-                        for rec in tracker.records(ev):
-                            self._rows_in_tx = base + rec.row
-                            self.rows_seen += 1
-                            yield rec
-                        self._rows_in_tx = base - 1 + n
-                    if closes:
-                        self._commit(ev, dec)
-                    continue
-                yield from self._handle(ev, tracker, dec, batched)
+            try:
+                for ev in events:
+                    self.events_seen += 1
+                    last = ev
+                    if isinstance(ev, RowsEvent):
+                        # The hot path, handled here without the generator layers of _handle:
+                        # each record counts in the position as it is handed out.
+                        self.last_event_ts = ev.timestamp
+                        # (inside an explicit transaction, a rows event neither opens nor closes one)
+                        closes = (False if tx.in_tx and not tx.implicit_rows
+                                  else tx.observe(ev))  # may open an implicit (MySQL 5.1) transaction
+                        n = ev.filtered_rows if ev.filtered else len(ev.rows)
+                        if xa.holding:  # an XA PREPARE: held until its COMMIT, nothing counted
+                            tracker.records(ev)  # (a filtered one: its rows count in the group)
+                        elif self._skip >= n:  # delivered before the reconnect/restart
+                            self._skip -= n
+                            self._rows_in_tx += n
+                        elif ev.filtered:  # counted, not kept: nothing to hand out
+                            self._rows_in_tx += n
+                            self._skip = 0
+                        elif self._skip:
+                            yield from self._deliver(n, ((rec.row, rec) for rec in tracker.records(ev)),
+                                                     batched)
+                        elif batched:
+                            recs = tracker.records(ev)
+                            self._rows_in_tx += n
+                            self.rows_seen += len(recs)
+                            if recs:
+                                yield recs
+                        else:
+                            base = self._rows_in_tx + 1
+                            for rec in tracker.records(ev):
+                                self._rows_in_tx = base + rec.row
+                                self.rows_seen += 1
+                                yield rec
+                            self._rows_in_tx = base - 1 + n
+                        if closes:
+                            self._commit(ev, dec)
+                            if run is not None and self._at_end(end, stop_at):
+                                break  # (nothing after the end is handed out)
+                        continue
+                    yield from self._handle(ev, tracker, dec, batched)
+            finally:
+                if run is not None:  # the packets of the events handed out are read
+                    conn.skip_packets(run.pos, run.seq)
+                    if last is not None:
+                        self._got_event = True
+            if run is not None:
+                # The packet the run stopped at is one it does not take, or not whole yet:
+                # it goes the general way (which waits for the rest), then the runs go on.
+                scan_next = False
             if need_ack or self._ack_pending:
                 if self._tx.in_tx:
                     self._ack_pending = True  # ACK when the transaction is delivered
                 elif last is not None:
                     self._ack(conn, dec, last)
-            if (end is not None and not self._tx.in_tx and self._reached(end)) or \
-                    (stop_at is not None and not self._tx.in_tx and self._reached(stop_at)):
+            if self._at_end(end, stop_at):
                 self._check_stop_at()
                 return
+
+    def _at_end(self, end: tuple[str, int] | None, stop_at: tuple[str, int] | None) -> bool:
+        """Between transactions, at or past the end of the range asked for."""
+        if self._tx.in_tx:
+            return False
+        return ((end is not None and self._reached(end))
+                or (stop_at is not None and self._reached(stop_at)))
+
+    def _next_events(self, conn: MySQLConnection, dec: BinlogDecoder, buffered: Any,
+                     semi: bool) -> tuple[list[Event] | None, bool]:
+        """The events of the next packet read the general way, and whether the primary
+        wants a semi-sync ACK for it; (None, False) at the end of a dump that ends."""
+        # Most packets are already in the receive buffer: taken without the blocking read's
+        # guard (a stop request still goes through it), and a plain event (0x00 + event)
+        # without the general parser.
+        pkt = None if self._stop_requested else buffered()
+        if pkt is None:
+            pkt = self._read(conn)
+        if not semi and pkt and pkt[0] == 0:
+            raw, need_ack = pkt[1:], False
+        else:
+            try:
+                sp = dlg.parse_stream_packet(pkt, semi)
+            except ServerError as exc:
+                if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                    raise self._position_error(exc) from None
+                raise
+            if sp.kind == "eof":
+                conn.end_raw()
+                if not self.options.until_end:
+                    # A blocking dump has no end: the primary is going away (shutdown).
+                    raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
+                                         hint="the primary is shutting down or dropped the replica; reconnecting")
+                self._check_stop_at()
+                return None, False
+            raw, need_ack = sp.event, sp.need_ack
+            del sp
+        self._got_event = True
+        if not self._started:
+            self._started = True
+            if self.options.on_stream_start is not None:
+                self.options.on_stream_start(self.position)
+        # The decoder takes the common rows event straight from the receive buffer (it
+        # keeps nothing of it) and copies anything else, so the packet can go before its
+        # events are handled: a reassembled 16 MiB+ packet is freed, not kept beside them.
+        del pkt
+        return dec.decode_event(raw), need_ack
 
     def _position_error(self, exc: ServerError) -> PositionUnavailable:
         pos = self.position

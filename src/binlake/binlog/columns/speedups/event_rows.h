@@ -4,7 +4,9 @@
  * their rows (frame, checksum call, header object, post-header unpack, table and decoder
  * lookups, the table filter, the event object) cost ~3 us an event: more than decoding a
  * narrow event's rows, and most of a run that filters a table out. Here those steps are one
- * C call per event, and a file's run of such events is one C iterator.
+ * C call per event, and a file's run of such events is one C iterator; so is a run of them
+ * in a replica's receive buffer, where each event is a packet (scan_packets: the packet's
+ * header, sequence id and status byte checked here, anything else left to the caller).
  *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
@@ -36,6 +38,10 @@ typedef struct {
     long long base;
     int tail, verify, count_filtered, json;
     Py_ssize_t scanned;
+    /* a scan of received packets (scan_packets): where the received bytes end, the sequence
+       id the next packet must have */
+    int packets, seq;
+    Py_ssize_t limit;
 } RowsScanner;
 
 static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *g_empty_bytes;
@@ -305,6 +311,38 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->verify = PyObject_IsTrue(args[5]);
     self->count_filtered = PyObject_IsTrue(args[7]);
     self->json = PyObject_IsTrue(args[8]);
+    self->packets = 0;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+/* scan_packets(buf, start, end, seq, file, tail, verify, filter, count_filtered, json_images)
+   -> self: an iterator over the common rows events of a replica's received packets, whole
+   in buf[start:end], each an event packet (4-byte header with sequence id `seq` counting
+   on, status byte 0x00, one event). It stops at the first packet it does not take (cut by
+   `end`, 16 MiB or more, out of sequence, not 0x00, an event it does not take), which the
+   caller's general path reads; `pos` and `seq` follow it. Why: in a stream each event is
+   a packet, and framing each in Python cost more than decoding a one-row event. */
+static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *args,
+                                          Py_ssize_t nargs) {
+    if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "scan_packets() takes 10 arguments"); return NULL; }
+    if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
+    long seq = PyLong_AsLong(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    if (seq < 0 || seq > 255) { PyErr_SetString(PyExc_ValueError, "seq must be 0-255"); return NULL; }
+    Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
+    Py_INCREF(args[4]); Py_XSETREF(self->file, args[4]);
+    Py_INCREF(args[7]); Py_XSETREF(self->filter, args[7]);
+    self->pos = pos;
+    self->limit = limit;
+    self->seq = (int)seq;
+    self->base = -1;
+    self->tail = PyObject_IsTrue(args[5]) ? 4 : 0;
+    self->verify = PyObject_IsTrue(args[6]);
+    self->count_filtered = PyObject_IsTrue(args[8]);
+    self->json = PyObject_IsTrue(args[9]);
+    self->packets = 1;
     Py_INCREF(self);
     return (PyObject *)self;
 }
@@ -316,16 +354,29 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
     Py_buffer view;
     if (PyObject_GetBuffer(self->buf, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *b = view.buf;
-    Py_ssize_t pos = self->pos, size;
+    Py_ssize_t pos = self->pos, size = 0;
     PyObject *ev = NULL;
     int rc = 0;
-    if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
-        && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN && size <= view.len - pos)
+    if (self->packets) {
+        /* header (length, sequence id), 0x00, the event: its size is the rest of the packet */
+        Py_ssize_t lim = self->limit < view.len ? self->limit : view.len, len;
+        if (pos >= 0 && lim - pos >= 5 + EV_HEADER_LEN
+            && (len = (Py_ssize_t)le(b + pos, 3)) < 0xFFFFFF && len <= lim - pos - 4
+            && b[pos + 3] == self->seq && b[pos + 4] == 0
+            && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
+            rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
+                            self->tail, self->verify, self->count_filtered, self->json, &ev);
+        size += 5;
+    } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
+               && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
+               && size <= view.len - pos) {
         rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file, self->filter,
                         self->tail, self->verify, self->count_filtered, self->json, &ev);
+    }
     PyBuffer_Release(&view);
     if (rc == 1) {
         self->pos = pos + size;
+        if (self->packets) self->seq = (self->seq + 1) & 0xFF;
         self->scanned++;
         return ev;
     }
@@ -360,6 +411,8 @@ static PyMemberDef RowsScanner_members[] = {
      "where the scan stands: the end of the last event it handed out"},
     {"scanned", T_PYSSIZET, offsetof(RowsScanner, scanned), READONLY,
      "events handed out by scans so far"},
+    {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
+     "scan_packets: the sequence id of the next packet"},
     {NULL, 0, 0, 0, NULL}
 };
 
@@ -370,6 +423,10 @@ static PyMethodDef RowsScanner_methods[] = {
     {"scan", (PyCFunction)(void (*)(void))RowsScanner_scan, METH_FASTCALL,
      "scan(buf, pos, base, file, crc32_tail, verify, filter, count_filtered, json_images) -> "
      "self, an iterator of the common rows events from buf[pos] on; .pos follows it."},
+    {"scan_packets", (PyCFunction)(void (*)(void))RowsScanner_scan_packets, METH_FASTCALL,
+     "scan_packets(buf, start, end, seq, file, crc32_tail, verify, filter, count_filtered, "
+     "json_images) -> self, an iterator of the common rows events of the event packets in "
+     "buf[start:end]; .pos and .seq follow it."},
     {NULL, NULL, 0, NULL}
 };
 
