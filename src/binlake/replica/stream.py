@@ -183,7 +183,8 @@ class BinlogStream:
 
         On the thread that reads (a signal handler), a blocking read or a reconnect wait is
         cut short at once: nothing is half-updated there. Otherwise the stream stops before
-        it reads the next packet (from another thread: within one heartbeat period), and a
+        it reads the next packet, once the run of rows events it is handing out from its
+        receive buffer ends (from another thread: within one heartbeat period), and a
         consumer should check `stop_requested` after each record.
         """
         self._stop_requested = True
