@@ -40,6 +40,7 @@ _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in
 _MIN_EVENT_PACKET = 4 + 1 + 19
 """Packet header, status byte, event header: the least a received event packet can be."""
 
+
 class _ResolveAt:
     """A table resolver asked as if every TABLE_MAP were at one binlog place."""
 
@@ -501,7 +502,8 @@ class BinlogStream:
         return ((end is not None and self._reached(end))
                 or (stop_at is not None and self._reached(stop_at)))
 
-    def _next_events(self, conn: MySQLConnection, dec: BinlogDecoder, buffered: Any,
+    def _next_events(self, conn: MySQLConnection, dec: BinlogDecoder,
+                     buffered: Callable[[], memoryview | None],
                      semi: bool) -> tuple[list[Event] | None, bool]:
         """The events of the next packet read the general way, and whether the primary
         wants a semi-sync ACK for it; (None, False) at the end of a dump that ends."""
