@@ -1,20 +1,48 @@
-"""The C UTF-8 decoder (AVX-512 where the CPU has it) must be CPython's decoder, faster.
+"""The C UTF-8 decoder (AVX-512 or AVX2 where the CPU has it) must be CPython's decoder, faster.
 
 CPython is the reference: for any bytes, valid or not, both give the same str (of the same
 kind: str equality compares kinds, so a non-canonical UCS2/UCS4 result would not be equal)
-or the same UnicodeDecodeError. Window edges (64 bytes) and the short-string cut-over are
-where a vector decoder goes wrong, so the lengths drawn cluster around them.
+or the same UnicodeDecodeError. Window edges (8, 32 and 64 bytes, the 48-byte scalar tail)
+and the short-string cut-over are where a vector decoder goes wrong, so the lengths drawn
+cluster around them. Every test runs once per vector level this CPU has (and without).
 """
 from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 speedups = pytest.importorskip("binlake.binlog.columns._speedups")
+
+
+def _levels() -> list[str]:
+    """The vector levels this CPU can run ('off' always)."""
+    start = speedups.utf8_simd()
+    have = []
+    for level in ("off", "avx2", "avx512"):
+        try:
+            speedups.utf8_set_simd(level)
+        except ValueError:
+            continue
+        have.append(level)
+    speedups.utf8_set_simd(start)
+    return have
+
+
+@pytest.fixture(autouse=True, params=_levels())
+def simd_level(request):
+    before = speedups.utf8_set_simd(request.param)
+    yield request.param
+    speedups.utf8_set_simd(before)
+
+
+# (the level fixture only sets which code runs: the same for every example)
+_SETTINGS = {"suppress_health_check": [HealthCheck.function_scoped_fixture], "deadline": None}
 
 ALPHABETS = ["abc xyz019", "éàüßøÅñç\x80\xff", "€你好世界ſĀ\u07ff\u0800", "😀🚀\U0010FFFF\U00010000",
              "\ud7ff\ue000\uffff\x7f\x00"]
@@ -43,7 +71,7 @@ def text(rng: random.Random, n: int) -> str:
 @pytest.mark.parametrize("seed", range(4))
 def test_valid_text_of_every_length_near_the_window_edges(seed: int) -> None:
     rng = random.Random(seed)
-    for n in [*range(0, 140), 191, 192, 193, 255, 256, 257, 1000, 5000]:
+    for n in [*range(0, 140), 191, 192, 193, 255, 256, 257, 1000, 5000, 16_000]:
         s = text(rng, n)
         got = speedups.utf8_decode(s.encode())
         assert got == s and type(got) is str
@@ -67,13 +95,13 @@ def test_lone_and_misplaced_continuation_bytes() -> None:
         same_as_cpython(base[:at])  # may end inside a character
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, **_SETTINGS)
 @given(st.binary(min_size=40, max_size=400))
 def test_arbitrary_bytes(data: bytes) -> None:
     same_as_cpython(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, **_SETTINGS)
 @given(st.text(min_size=40, max_size=400), st.integers(0, 399), st.integers(0, 255))
 def test_text_with_one_byte_changed(s: str, where: int, byte: int) -> None:
     data = bytearray(s.encode())
@@ -87,16 +115,26 @@ def test_simd_path_is_on_where_the_cpu_has_it() -> None:
             flags = set(f.read().split())
     except OSError:
         pytest.skip("no /proc/cpuinfo")
-    has = {"avx512bw", "avx512vl", "avx512vbmi", "avx512_vbmi2"} <= flags
-    if os.environ.get("BINLAKE_SIMD") == "0":
-        assert speedups.utf8_simd() is False
-    elif not has:
-        pytest.skip("CPU without AVX-512 VBMI2: CPython's decoder is used")
-    else:
-        assert speedups.utf8_simd() is True
+    best = ("avx512" if {"avx512bw", "avx512vl", "avx512vbmi", "avx512_vbmi2", "bmi2"} <= flags
+            else "avx2" if "avx2" in flags else "off")
+    assert _levels()[-1] == best
+    # what a fresh import chooses (this process's level is the fixture's)
+    setting = os.environ.get("BINLAKE_SIMD")
+    expected = "off" if setting == "0" else "avx2" if setting == "avx2" and best == "avx512" else best
+    code = "from binlake.binlog.columns import _speedups as s; print(s.utf8_simd())"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == expected
 
 
-@settings(max_examples=400, deadline=None)
+def test_a_level_the_cpu_does_not_have_is_refused() -> None:
+    with pytest.raises(ValueError):
+        speedups.utf8_set_simd("sse9")
+    if "avx512" not in _levels():
+        with pytest.raises(ValueError, match="does not have"):
+            speedups.utf8_set_simd("avx512")
+
+
+@settings(max_examples=400, **_SETTINGS)
 @given(st.one_of(st.binary(min_size=0, max_size=300),
                  st.text(min_size=0, max_size=300).map(lambda s: s.encode()),
                  st.tuples(st.text(min_size=30, max_size=300), st.sampled_from(INVALID),
@@ -138,7 +176,7 @@ def test_utf8_check_finds_every_invalid_sequence_at_every_block_edge(seed: int) 
         assert speedups.utf8_check(whole[n:]) is valid_utf8(whole[n:]), n
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, **_SETTINGS)
 @given(st.text(min_size=48, max_size=400), st.integers(0, 399), st.integers(128, 255))
 def test_utf8_check_with_one_byte_changed(s: str, where: int, byte: int) -> None:
     data = bytearray(s.encode())

@@ -13,7 +13,7 @@
  * rows.py adds the table and the row number.
  *
  * The code lives in the speedups/ headers, included below in order as one translation unit:
- * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 when the CPU has it),
+ * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 or AVX2 when the CPU has it),
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
  * text), row_decoder (the type and its methods), image_rows (an event's JSON images packed, and
  * Arrow string columns of them), objects (records and SlotMaker) and event_rows (the common
@@ -79,7 +79,10 @@ static PyMethodDef module_methods[] = {
     {"utf8_check", utf8_check, METH_O,
      "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,
-     "utf8_simd() -> bool: UTF-8 text is decoded with AVX-512 (BINLAKE_SIMD=0 turns it off)."},
+     "utf8_simd() -> 'avx512', 'avx2' or 'off': the vector code UTF-8 text is decoded and "
+     "checked with (BINLAKE_SIMD=0 turns it off, BINLAKE_SIMD=avx2 stops at AVX2)."},
+    {"utf8_set_simd", utf8_set_simd, METH_O,
+     "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
     {"configure", configure, METH_VARARGS,
      "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},

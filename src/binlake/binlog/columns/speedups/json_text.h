@@ -116,7 +116,7 @@ static void utf8_dfa_build(void) {
 }
 
 static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
-#ifdef BINLAKE_UTF8_AVX512
+#ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) return utf8_valid_long((const char *)s, n);
 #endif
     if (utf8_dfa[0] == 0) utf8_dfa_build();  /* byte 0 leads every state but U_OK to U_ERR */
@@ -156,8 +156,8 @@ static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     unsigned char *d = (unsigned char *)o->p + o->len;
     Py_ssize_t i = 0;
     for (;;) {
-#ifdef BINLAKE_UTF8_AVX512
-        if (g_utf8_simd) {  /* 64 bytes at a time, quotes and backslashes escaped in place */
+#ifdef BINLAKE_UTF8_SIMD
+        if (g_utf8_simd == UTF8_AVX512) {  /* 64 bytes at a time, quotes and backslashes escaped in place */
             while (i + 32 <= n) {
                 ROOM(128);
                 Py_ssize_t k = json_escape_run(s + i, n - i, &d, (unsigned char *)o->p + o->cap);

@@ -22,10 +22,14 @@
 /* Below this length CPython's decoder is as fast (its cost is the object, not the bytes). */
 #define UTF8_SIMD_MIN 48
 
-static int g_utf8_simd = 0;  /* set at import: the CPU has the instructions (BINLAKE_SIMD=0 turns it off) */
+/* The vector code in use, set at import from what the CPU has: 0 none (CPython's decoder),
+   1 AVX2 (utf8_avx2.h), 2 AVX-512 VBMI2. BINLAKE_SIMD=0 turns it off, =avx2 stops at AVX2. */
+#define UTF8_AVX2 1
+#define UTF8_AVX512 2
+static int g_utf8_simd = 0, g_utf8_cpu = 0;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(BINLAKE_NO_SIMD)
-#define BINLAKE_UTF8_AVX512 1
+#define BINLAKE_UTF8_SIMD 1
 #include <immintrin.h>
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,popcnt,lzcnt,bmi,bmi2")))
 
@@ -209,10 +213,10 @@ static const uint8_t U8_THIS_HIGH[16] = {
     _mm512_sub_epi8(iota, _mm512_set1_epi8(k)), _mm512_set1_epi8(127)), (prev))
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
-   text: the caller's scalar check is as fast). Only with g_utf8_simd set. Why not the
+   text: the caller's scalar check is as fast). Only with AVX-512 in use. Why not the
    converter's own checks: those run per character (16 lanes at a time), this runs per 64
    bytes whatever the text, several times faster on text that is not ASCII. */
-AVX512_TARGET static int utf8_valid_long(const char *text, Py_ssize_t n) {
+AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
     const uint8_t *s = (const uint8_t *)text;
     const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
     const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -305,15 +309,26 @@ AVX512_TARGET static Py_ssize_t json_escape_run(const unsigned char *s, Py_ssize
     return i;
 }
 
+#include "utf8_avx2.h"
+
+/* utf8_valid_512 or utf8_valid_avx2, as the CPU allows; only with g_utf8_simd set */
+static int utf8_valid_long(const char *text, Py_ssize_t n) {
+    return g_utf8_simd == UTF8_AVX512 ? utf8_valid_512(text, n) : utf8_valid_avx2(text, n);
+}
+
 static void utf8_simd_init(void) {
     const char *env = getenv("BINLAKE_SIMD");
     utf8_tables_init();
+    utf8_avx2_tables_init();
     __builtin_cpu_init();
-    g_utf8_simd = !(env != NULL && env[0] == '0') &&
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) g_utf8_cpu = UTF8_AVX2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
         __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("popcnt") &&
-        __builtin_cpu_supports("bmi2");
+        __builtin_cpu_supports("bmi2")) g_utf8_cpu = UTF8_AVX512;
+    g_utf8_simd = g_utf8_cpu;
+    if (env != NULL && env[0] == '0') g_utf8_simd = 0;
+    else if (env != NULL && strcmp(env, "avx2") == 0 && g_utf8_simd > UTF8_AVX2) g_utf8_simd = UTF8_AVX2;
 }
 #else
 static void utf8_simd_init(void) { g_utf8_simd = 0; }
@@ -321,11 +336,13 @@ static void utf8_simd_init(void) { g_utf8_simd = 0; }
 
 /* The str of UTF-8 bytes, or NULL with UnicodeDecodeError (exactly CPython's). */
 static PyObject *utf8_str(const char *s, Py_ssize_t n) {
-#ifdef BINLAKE_UTF8_AVX512
+#ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
+        int wide = g_utf8_simd == UTF8_AVX512;
         Py_ssize_t chars;
         unsigned top;
-        utf8_scan((const uint8_t *)s, n, &chars, &top);
+        if (wide) utf8_scan((const uint8_t *)s, n, &chars, &top);
+        else utf8_scan_avx2((const uint8_t *)s, n, &chars, &top);
         Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
         if (maxchar == 0x7F) {
             PyObject *u = PyUnicode_New(n, 0x7F);
@@ -335,7 +352,10 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
         if (utf8_valid_long(s, n)) {  /* else CPython names the byte and the reason */
             PyObject *u = PyUnicode_New(chars, maxchar);
             if (u == NULL) return NULL;
-            if (utf8_convert((const uint8_t *)s, n, PyUnicode_DATA(u), PyUnicode_KIND(u), chars) == 0)
+            void *out = PyUnicode_DATA(u);
+            int kind = PyUnicode_KIND(u);
+            if ((wide ? utf8_convert((const uint8_t *)s, n, out, kind, chars)
+                      : utf8_convert_avx2((const uint8_t *)s, n, out, kind, chars)) == 0)
                 return u;
             Py_DECREF(u);
         }
@@ -354,8 +374,30 @@ static PyObject *utf8_decode(PyObject *mod, PyObject *arg) {
     return u;
 }
 
+static const char *const UTF8_LEVELS[3] = {"off", "avx2", "avx512"};
+
+/* utf8_simd() -> "avx512" | "avx2" | "off": the vector code in use. */
 static PyObject *utf8_simd(PyObject *mod, PyObject *unused) {
-    return PyBool_FromLong(g_utf8_simd);
+    return PyUnicode_FromString(UTF8_LEVELS[g_utf8_simd]);
+}
+
+/* utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has (a
+   level above the CPU's is refused). */
+static PyObject *utf8_set_simd(PyObject *mod, PyObject *arg) {
+    const char *want = PyUnicode_AsUTF8(arg);
+    if (want == NULL) return NULL;
+    for (int level = 0; level < 3; level++) {
+        if (strcmp(want, UTF8_LEVELS[level]) != 0) continue;
+        if (level > g_utf8_cpu) {
+            PyErr_Format(PyExc_ValueError, "this CPU does not have %s", want);
+            return NULL;
+        }
+        int before = g_utf8_simd;
+        g_utf8_simd = level;
+        return PyUnicode_FromString(UTF8_LEVELS[before]);
+    }
+    PyErr_Format(PyExc_ValueError, "unknown level %R (off, avx2, avx512)", arg);
+    return NULL;
 }
 
 #endif

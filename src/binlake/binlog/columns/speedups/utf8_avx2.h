@@ -1,0 +1,242 @@
+/* UTF-8 -> str with AVX2, for the x86 CPUs without AVX-512 VBMI2 (AMD Zen 1-3, Intel
+ * before Ice Lake, most cloud machines of those years).
+ *
+ * Why: on such a CPU every long text fell back to CPython's decoder (about 1 GB/s on mixed
+ * text), a third of a `large`-table run. Same three passes as utf8.h's AVX-512 code, with
+ * what AVX2 has:
+ *   scan     32 bytes at a time: characters (bytes that are not 10xxxxxx) and the widest lead;
+ *   validate Keiser and Lemire's three lookups per byte pair (utf8.h's tables), 32 at a time;
+ *   convert  32-byte blocks, 8 bytes at a time: the characters that start in those 8 bytes
+ *            (a 256-entry table left-packs their positions from 8 bits of the lead mask)
+ *            get their 4 first bytes gathered into 32-bit lanes by one byte shuffle of a
+ *            16-byte load, and the code points are assembled with two multiply-adds and a
+ *            variable shift, as in utf8.h.
+ * The steps advance 8 bytes whatever the characters: a character that runs into the next
+ * step is read whole in this one (the loads go up to 16 bytes past the block's 24th byte,
+ * which is why the last 48 bytes take the scalar loop), and the next step passes over its
+ * continuation bytes as they are not leads. So no step waits for the previous one to know
+ * where it starts, and nothing goes through memory but the text and the result.
+ *
+ * Included by utf8.h inside its x86 block (it uses utf8.h's tables). */
+#ifndef BINLAKE_SPEEDUPS_UTF8_AVX2_H
+#define BINLAKE_SPEEDUPS_UTF8_AVX2_H
+
+#define AVX2_TARGET __attribute__((target("avx2,popcnt")))
+
+/* PACK[m]: the indexes (0-7) of the set bits of m, in order, one per byte from the low one */
+static uint64_t UTF8_PACK[256];
+
+static void utf8_avx2_tables_init(void) {
+    for (int m = 0; m < 256; m++) {
+        uint64_t v = 0;
+        int k = 0;
+        for (int b = 0; b < 8; b++)
+            if (m & (1 << b)) v |= (uint64_t)b << (8 * k++);
+        UTF8_PACK[m] = v;
+    }
+}
+
+AVX2_TARGET static void utf8_scan_avx2(const uint8_t *s, Py_ssize_t n, Py_ssize_t *chars,
+                                       unsigned *maxbyte) {
+    const __m256i not_cont = _mm256_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
+    __m256i mx = _mm256_setzero_si256();
+    Py_ssize_t leads = 0, i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
+        mx = _mm256_max_epu8(mx, v);
+        leads += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont)));
+    }
+    unsigned top = 0;
+    for (; i < n; i++) {
+        leads += (int8_t)s[i] > -65;
+        if (s[i] > top) top = s[i];
+    }
+#define HAS_AT_LEAST(t) (_mm256_movemask_epi8(_mm256_cmpeq_epi8( \
+        _mm256_max_epu8(mx, _mm256_set1_epi8((char)(t))), mx)) != 0)
+    if (top >= 0xF0 || HAS_AT_LEAST(0xF0)) top = 0xF0;
+    else if (top >= 0xC4 || HAS_AT_LEAST(0xC4)) top = 0xC4;
+    else if (top >= 0x80 || HAS_AT_LEAST(0x80)) top = 0x80;
+    else top = 0;
+#undef HAS_AT_LEAST
+    *chars = leads;
+    *maxbyte = top;
+}
+
+/* The 32 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`. */
+#define U8_BEFORE_AVX2(cur, prev, k) \
+    _mm256_alignr_epi8((cur), _mm256_permute2x128_si256((prev), (cur), 0x21), 16 - (k))
+
+/* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not: utf8_valid_long's
+   method (see utf8.h) 32 bytes at a time; the last block is read from a zero-padded copy. */
+AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
+    const uint8_t *s = (const uint8_t *)text;
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i prev_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)U8_PREV_HIGH));
+    const __m256i prev_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)U8_PREV_LOW));
+    const __m256i this_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)U8_THIS_HIGH));
+    /* a block's last 3 bytes start a character the next block must finish (lead F0+ at 29,
+       E0+ at 30, C0+ at 31): the bytes above these */
+    const __m256i tail_max = _mm256_setr_epi8(
+        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, (char)0xEF, (char)0xDF, (char)0xBF);
+    const __m256i due3 = _mm256_set1_epi8(0xE0 - 0x80), due4 = _mm256_set1_epi8(0xF0 - 0x80);
+    const __m256i high = _mm256_set1_epi8((char)0x80);
+    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256();
+    int incomplete = 0;
+    uint8_t last[32];
+    for (Py_ssize_t i = 0; i < n; i += 32) {
+        __m256i cur;
+        if (i + 32 <= n) {
+            cur = _mm256_loadu_si256((const __m256i *)(s + i));
+        } else {
+            memset(last, 0, sizeof last);
+            memcpy(last, s + i, (size_t)(n - i));
+            cur = _mm256_loadu_si256((const __m256i *)last);
+        }
+        if (_mm256_movemask_epi8(cur) == 0) {  /* ASCII: only an unfinished character before */
+            if (incomplete) return 0;
+            prev = cur;
+            continue;
+        }
+        __m256i p1 = U8_BEFORE_AVX2(cur, prev, 1), p2 = U8_BEFORE_AVX2(cur, prev, 2),
+                p3 = U8_BEFORE_AVX2(cur, prev, 3);
+        __m256i sc = _mm256_and_si256(
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(prev_high, _mm256_and_si256(_mm256_srli_epi16(p1, 4), nib)),
+                _mm256_shuffle_epi8(prev_low, _mm256_and_si256(p1, nib))),
+            _mm256_shuffle_epi8(this_high, _mm256_and_si256(_mm256_srli_epi16(cur, 4), nib)));
+        /* where this byte must be a 3rd or 4th one: two back is E0+ or three back is F0+ */
+        __m256i due = _mm256_and_si256(
+            _mm256_or_si256(_mm256_subs_epu8(p2, due3), _mm256_subs_epu8(p3, due4)), high);
+        err = _mm256_or_si256(err, _mm256_xor_si256(due, sc));
+        incomplete = !_mm256_testz_si256(_mm256_subs_epu8(cur, tail_max),
+                                         _mm256_subs_epu8(cur, tail_max));
+        prev = cur;
+    }
+    /* the end acts as ASCII: no character may be left unfinished (a padded last block has
+       zeros past the end, which the pairs above already refuse after a lead) */
+    return !incomplete && _mm256_testz_si256(err, err);
+}
+
+/* One valid character at s (its lead byte first): the code point; *len its bytes. */
+static inline Py_UCS4 utf8_scalar_char(const uint8_t *s, int *len) {
+    uint8_t b = s[0];
+    if (b < 0x80) { *len = 1; return b; }
+    if (b < 0xE0) { *len = 2; return ((Py_UCS4)(b & 0x1F) << 6) | (s[1] & 0x3F); }
+    if (b < 0xF0) {
+        *len = 3;
+        return ((Py_UCS4)(b & 0x0F) << 12) | ((Py_UCS4)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    }
+    *len = 4;
+    return ((Py_UCS4)(b & 0x07) << 18) | ((Py_UCS4)(s[1] & 0x3F) << 12)
+           | ((Py_UCS4)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
+
+/* Code points of lanes [0, m) of cp (8 x 32 bits) stored at out[o] as characters of `kind`;
+   `room`: all 8 lanes fit (the ones past m are overwritten by the next characters). */
+AVX2_TARGET static inline void utf8_store8(void *out, Py_ssize_t o, int kind, __m256i cp, int m,
+                                           int room) {
+    if (kind == 4) {
+        if (room) { _mm256_storeu_si256((__m256i *)((uint32_t *)out + o), cp); return; }
+        uint32_t tmp[8];
+        _mm256_storeu_si256((__m256i *)tmp, cp);
+        memcpy((uint32_t *)out + o, tmp, (size_t)m * 4);
+        return;
+    }
+    /* code points below 0x10000 (kind 2) or 0x100 (kind 1): pack the lanes in order */
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(cp, cp), 0x08);  /* words 0-7 */
+    __m128i x = _mm256_castsi256_si128(w);
+    if (kind == 2) {
+        if (room) { _mm_storeu_si128((__m128i *)((uint16_t *)out + o), x); return; }
+        uint16_t tmp[8];
+        _mm_storeu_si128((__m128i *)tmp, x);
+        memcpy((uint16_t *)out + o, tmp, (size_t)m * 2);
+        return;
+    }
+    x = _mm_packus_epi16(x, x);
+    if (room) { _mm_storel_epi64((__m128i *)((uint8_t *)out + o), x); return; }
+    uint8_t tmp[16];
+    _mm_storeu_si128((__m128i *)tmp, x);
+    memcpy((uint8_t *)out + o, tmp, (size_t)m);
+}
+
+/* The 32 bytes of an ASCII block stored at out[o] as characters of `kind`. */
+AVX2_TARGET static inline void utf8_store_ascii_avx2(void *out, Py_ssize_t o, int kind, __m256i v) {
+    if (kind == 1) {
+        _mm256_storeu_si256((__m256i *)((uint8_t *)out + o), v);
+    } else if (kind == 2) {
+        uint16_t *d = (uint16_t *)out + o;
+        _mm256_storeu_si256((__m256i *)d, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)));
+        _mm256_storeu_si256((__m256i *)(d + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)));
+    } else {
+        uint32_t *d = (uint32_t *)out + o;
+        __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+        _mm256_storeu_si256((__m256i *)d, _mm256_cvtepu8_epi32(lo));
+        _mm256_storeu_si256((__m256i *)(d + 8), _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+        _mm256_storeu_si256((__m256i *)(d + 16), _mm256_cvtepu8_epi32(hi));
+        _mm256_storeu_si256((__m256i *)(d + 24), _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+    }
+}
+
+/* Code points into `out` (a str of `kind` with room for `chars`) from bytes that
+   utf8_valid_avx2 accepted; 0, or -1 if the character count does not add up (never for
+   valid bytes: a guard that keeps every store inside `out`). */
+AVX2_TARGET static int utf8_convert_avx2(const uint8_t *s, Py_ssize_t n, void *out, int kind,
+                                         Py_ssize_t chars) {
+    const __m256i not_cont = _mm256_set1_epi8(-65);
+    /* lane j of 8 (4 per 128-bit half): the byte of the packed positions it takes */
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                            4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m256i byteoff = _mm256_set1_epi32(0x03020100);
+    const __m256i low8 = _mm256_set1_epi32(0xFF);
+    const __m256i cont_bits = _mm256_set1_epi32(0x3F3F3F00);
+    const __m256i lead_t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)UTF8_LEAD));
+    const __m256i shift_t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)UTF8_SHIFT));
+    const __m256i weights8 = _mm256_set1_epi32(0x01400140);   /* bytes 64, 1, 64, 1 */
+    const __m256i weights16 = _mm256_set1_epi32(0x00011000);  /* words 4096, 1 */
+    Py_ssize_t i = 0, o = 0;
+    for (; i + 48 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
+        if (_mm256_movemask_epi8(v) == 0) {  /* ASCII */
+            if (o + 32 > chars) return -1;
+            utf8_store_ascii_avx2(out, o, kind, v);
+            o += 32;
+            continue;
+        }
+        uint32_t leads = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont));
+        if (o + __builtin_popcount(leads) > chars) return -1;
+        /* 8 bytes at a time: the (up to 8) characters that start there lie within its
+           first 11 bytes, one 16-byte load broadcast to both halves */
+        for (int q = 0; q < 32; q += 8) {
+            unsigned lm = (leads >> q) & 0xFF;
+            if (lm == 0) continue;  /* inside one long character */
+            int m = __builtin_popcount(lm);
+            __m256i w = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(s + i + q)));
+            __m256i pk = _mm256_broadcastq_epi64(_mm_cvtsi64_si128((long long)UTF8_PACK[lm]));
+            __m256i idx = _mm256_add_epi8(_mm256_shuffle_epi8(pk, spread), byteoff);
+            __m256i g = _mm256_shuffle_epi8(w, idx);  /* lane j: bytes b0 b1 b2 b3 */
+            __m256i nb = _mm256_srli_epi32(_mm256_and_si256(g, low8), 4);  /* lead's high nibble */
+            __m256i keep = _mm256_or_si256(_mm256_and_si256(_mm256_shuffle_epi8(lead_t, nb), low8),
+                                           cont_bits);
+            /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
+            __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(g, keep), weights8),
+                                          weights16);
+            __m256i cp = _mm256_srlv_epi32(t, _mm256_and_si256(_mm256_shuffle_epi8(shift_t, nb), low8));
+            utf8_store8(out, o, kind, cp, m, o + 8 <= chars);
+            o += m;
+        }
+    }
+    while (i < n && (s[i] & 0xC0) == 0x80) i++;  /* the rest of a character begun above */
+    while (i < n) {
+        int len;
+        if (o >= chars) return -1;
+        if (s[i] >= 0x80 && n - i < (s[i] < 0xE0 ? 2 : s[i] < 0xF0 ? 3 : 4)) return -1;
+        Py_UCS4 c = utf8_scalar_char(s + i, &len);
+        PyUnicode_WRITE(kind, out, o, c);
+        o++;
+        i += len;
+    }
+    return o == chars ? 0 : -1;
+}
+
+#endif  /* BINLAKE_SPEEDUPS_UTF8_AVX2_H */
