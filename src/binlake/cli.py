@@ -103,6 +103,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --output null --stats big-binlog.000007
       binlake decode --schema-history warehouse/_binlake/schema_history.json mariadb-bin.0000*
     """
+    from .binlog.decoder import BinlogDecoder
     from .changes import ChangeTracker, table_filter
     from .files import read_events
     from .gtid_filter import GtidFilter
@@ -128,10 +129,16 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                                table_resolver=resolver, count_filtered=tfilter is not None)
         tracker = ChangeTracker(tfilter, reread=lambda rng, _at: _reread_prepared(
             files, rng, tfilter, **decoder_options))
+        # The left-out tables' rows events need not be handed over at all, but for the
+        # positions, the GTID filter, the schema history and --events (which see every
+        # event), and while an XA transaction is open (its rows are numbered, kept or not).
+        skip = (tfilter is not None and resolver is None and gfilter is None and what != "events"
+                and start_position is None and stop_position is None)
         for fi, path in enumerate(files):
             n_bytes += Path(path).stat().st_size
             first, last = fi == 0, fi == len(files) - 1
-            for ev in read_events(path, **decoder_options):
+            dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **decoder_options)
+            for ev in read_events(path, decoder=dec):
                 n_events += 1
                 if resolver is not None:
                     resolver.observe(ev)
@@ -146,6 +153,8 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                     continue
                 records = tracker.records(ev)
                 n_rows += len(records)
+                if skip:
+                    dec.skip_filtered = not tracker.xa.holding
                 if output == "null":
                     records = ev = None  # a 16 MiB row is not kept while the next is decoded
                     continue
@@ -157,6 +166,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                             _write_jsonl(out, rec.to_json_dict())
                         else:
                             out.write(_record_text(rec) + "\n")
+            n_events += dec.events_skipped
     except BinlakeError as exc:
         raise _fail(exc) from None
     except BrokenPipeError:

@@ -267,6 +267,56 @@ def test_corrupt_rows_events_fail_as_on_the_general_path(corpus_dir: Path) -> No
                 assert isinstance(results[0], str) and "CRC32" in results[0]
 
 
+def test_skipped_filtered_events_are_all_that_is_missing(corpus_dir: Path) -> None:
+    """skip_filtered: the C scan passes over the left-out tables' rows events; every other
+    event comes as on the general path, in order, with the same error if any, and the
+    decoder's offset ends where the file does."""
+    skipped_total = 0
+    for path in corpus_files(corpus_dir):
+        keep = _only_first_table(path)
+        general, general_error, _ = _decode(path, "general", table_filter=keep)
+        dec = _decoder("c", file=path.name, table_filter=keep, skip_filtered=True)
+        got: list[tuple] = []
+        error = None
+        try:
+            for ev in read_events(path, decoder=dec):
+                got.append(_fields(ev))
+        except BinlakeError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error == general_error, path
+        left_out = [f for f in general if f[0] == "RowsEvent" and dict(f[1])["filtered"]]
+        missing = list(general)
+        for f in got:  # got is general with some left-out rows events taken out
+            i = missing.index(f)
+            assert all(m in left_out for m in missing[:i]), path
+            del missing[:i + 1]
+        assert all(m in left_out for m in missing), path
+        assert len(general) - len(got) == dec.events_skipped, path
+        if error is None:
+            assert dec.offset == path.stat().st_size, path
+        skipped_total += dec.events_skipped
+    assert skipped_total > 200
+
+
+def test_a_corrupt_left_out_event_fails_loud_when_skipped(corpus_dir: Path) -> None:
+    """Passing over an event is not trusting it: its checksum is checked, and a bad one
+    stops the scan for the general path to name it."""
+    path = next(p for p in corpus_files(corpus_dir) if _checksummed_fast_rows(p))
+    data = path.read_bytes()
+    spots = [ev.offset + ev.header.event_size - 6 for ev in read_events(path)
+             if isinstance(ev, RowsEvent) and ev.type_code in rows.FAST_TYPES][:10]
+    assert spots
+    for spot in spots:
+        bad = bytearray(data)
+        bad[spot] ^= 0x5A
+        dec = _decoder("c", file=path.name, table_filter=lambda schema, table: False,
+                       skip_filtered=True)
+        with pytest.raises(BinlakeError, match="CRC32"):
+            dec.feed(bytes(bad))
+            for _ in dec.events():
+                pass
+
+
 @pytest.fixture(scope="module")
 def rows_seeds(corpus_dir: Path) -> list[tuple[bytes, list[tuple[int, int]]]]:
     """(file bytes, [(offset, size) of each fast-type rows event]) of a few varied files."""

@@ -36,8 +36,8 @@ typedef struct {
     PyObject *buf, *file, *filter;
     Py_ssize_t pos;
     long long base;
-    int tail, verify, count_filtered, json;
-    Py_ssize_t scanned;
+    int tail, verify, count_filtered, json, skip;
+    Py_ssize_t scanned, skipped;
     /* a scan of received packets (scan_packets): where the received bytes end, the sequence
        id the next packet must have */
     int packets, seq;
@@ -89,12 +89,14 @@ out:
     return keep;
 }
 
-/* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 0 when the general path must
+/* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 2 when `skip` is set and the
+   filter leaves its table out (checked, not handed out), 0 when the general path must
    decode it (no exception set), -1 on an error that is not the event's (the filter raised,
    no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
 static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
                       Py_ssize_t size, long long offset, PyObject *file, PyObject *filter,
-                      int tail, int verify, int count_filtered, int json, PyObject **out) {
+                      int tail, int verify, int count_filtered, int json, int skip,
+                      PyObject **out) {
     const unsigned char *e = b + pos;
     int code = e[4], kind = scan_kind(code);
     if (kind < 0 || size < EV_HEADER_LEN + tail) return 0;
@@ -147,6 +149,11 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
     Py_DECREF(columns);
     if (have < 0) goto error;
     if (have != ncols) goto done;
+    if (skip && filter != Py_None) {  /* a left-out table: nothing to build, count or hand out */
+        int keep = scan_keeps(s, filter, table);
+        if (keep < 0) goto error;
+        if (!keep) { rc = 2; goto done; }
+    }
     decoders = PyObject_GetAttr(table, s_row_decoders);
     if (decoders == NULL) goto error;
     if (!PyDict_Check(decoders)) goto done;
@@ -286,18 +293,20 @@ static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ss
     int rc = 0;
     if (view.len >= EV_HEADER_LEN && (Py_ssize_t)le((const unsigned char *)view.buf + 9, 4) == view.len)
         rc = scan_event(self, args[0], view.buf, 0, view.len, -1, args[1], args[4], tail, verify,
-                        count, json, &ev);
+                        count, json, 0, &ev);
     PyBuffer_Release(&view);
     if (rc < 0) return NULL;
     if (rc == 0) Py_RETURN_NONE;
     return ev;
 }
 
-/* scan(buf, pos, base, file, tail, verify, filter, count_filtered, json_images) -> self: an
-   iterator over the common rows events lying whole in buf from pos (base: the file offset of
-   buf[0]); `pos` follows it. It stops at the first event it does not take. */
+/* scan(buf, pos, base, file, tail, verify, filter, count_filtered, json_images,
+   skip_filtered) -> self: an iterator over the common rows events lying whole in buf from
+   pos (base: the file offset of buf[0]); `pos` follows it. It stops at the first event it
+   does not take. skip_filtered: the events of tables the filter leaves out are checked and
+   passed over (counted in `skipped`), not handed out. */
 static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) { PyErr_SetString(PyExc_TypeError, "scan() takes 9 arguments"); return NULL; }
+    if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "scan() takes 10 arguments"); return NULL; }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     long long base = PyLong_AsLongLong(args[2]);
@@ -311,6 +320,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->verify = PyObject_IsTrue(args[5]);
     self->count_filtered = PyObject_IsTrue(args[7]);
     self->json = PyObject_IsTrue(args[8]);
+    self->skip = PyObject_IsTrue(args[9]);
     self->packets = 0;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -342,6 +352,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->verify = PyObject_IsTrue(args[6]);
     self->count_filtered = PyObject_IsTrue(args[8]);
     self->json = PyObject_IsTrue(args[9]);
+    self->skip = 0;
     self->packets = 1;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -349,29 +360,40 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
 
 static PyObject *RowsScanner_next(RowsScanner *self) {
     if (self->buf == NULL) return NULL;
-    /* The buffer is taken for this event only: nothing holds the caller's memory between
+    /* The buffer is taken for this call only: nothing holds the caller's memory between
        events (it is refilled once the decoder has moved on). */
     Py_buffer view;
     if (PyObject_GetBuffer(self->buf, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *b = view.buf;
-    Py_ssize_t pos = self->pos, size = 0;
+    Py_ssize_t pos, size;
     PyObject *ev = NULL;
-    int rc = 0;
-    if (self->packets) {
-        /* header (length, sequence id), 0x00, the event: its size is the rest of the packet */
-        Py_ssize_t lim = self->limit < view.len ? self->limit : view.len, len;
-        if (pos >= 0 && lim - pos >= 5 + EV_HEADER_LEN
-            && (len = (Py_ssize_t)le(b + pos, 3)) < 0xFFFFFF && len <= lim - pos - 4
-            && b[pos + 3] == self->seq && b[pos + 4] == 0
-            && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
-            rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
-                            self->tail, self->verify, self->count_filtered, self->json, &ev);
-        size += 5;
-    } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
-               && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
-               && size <= view.len - pos) {
-        rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file, self->filter,
-                        self->tail, self->verify, self->count_filtered, self->json, &ev);
+    int rc;
+    for (;;) {  /* until an event to hand out, or one the scan does not take */
+        pos = self->pos;
+        size = 0;
+        rc = 0;
+        if (self->packets) {
+            /* header (length, sequence id), 0x00, the event: its size is the rest of the packet */
+            Py_ssize_t lim = self->limit < view.len ? self->limit : view.len, len;
+            if (pos >= 0 && lim - pos >= 5 + EV_HEADER_LEN
+                && (len = (Py_ssize_t)le(b + pos, 3)) < 0xFFFFFF && len <= lim - pos - 4
+                && b[pos + 3] == self->seq && b[pos + 4] == 0
+                && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
+                rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
+                                self->tail, self->verify, self->count_filtered, self->json,
+                                self->skip, &ev);
+            size += 5;
+        } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
+                   && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
+                   && size <= view.len - pos) {
+            rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file,
+                            self->filter, self->tail, self->verify, self->count_filtered,
+                            self->json, self->skip, &ev);
+        }
+        if (rc != 2) break;
+        self->pos = pos + size;
+        if (self->packets) self->seq = (self->seq + 1) & 0xFF;
+        self->skipped++;
     }
     PyBuffer_Release(&view);
     if (rc == 1) {
@@ -411,6 +433,8 @@ static PyMemberDef RowsScanner_members[] = {
      "where the scan stands: the end of the last event it handed out"},
     {"scanned", T_PYSSIZET, offsetof(RowsScanner, scanned), READONLY,
      "events handed out by scans so far"},
+    {"skipped", T_PYSSIZET, offsetof(RowsScanner, skipped), READONLY,
+     "events of left-out tables passed over by scans so far (skip_filtered)"},
     {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
      "scan_packets: the sequence id of the next packet"},
     {NULL, 0, 0, 0, NULL}
@@ -421,8 +445,9 @@ static PyMethodDef RowsScanner_methods[] = {
      "one(event, file, crc32_tail, verify, filter, count_filtered, json_images) -> RowsEvent or "
      "None: one whole event of a stream (its offset from the header's log_pos)."},
     {"scan", (PyCFunction)(void (*)(void))RowsScanner_scan, METH_FASTCALL,
-     "scan(buf, pos, base, file, crc32_tail, verify, filter, count_filtered, json_images) -> "
-     "self, an iterator of the common rows events from buf[pos] on; .pos follows it."},
+     "scan(buf, pos, base, file, crc32_tail, verify, filter, count_filtered, json_images, "
+     "skip_filtered) -> self, an iterator of the common rows events from buf[pos] on; .pos "
+     "follows it."},
     {"scan_packets", (PyCFunction)(void (*)(void))RowsScanner_scan_packets, METH_FASTCALL,
      "scan_packets(buf, start, end, seq, file, crc32_tail, verify, filter, count_filtered, "
      "json_images) -> self, an iterator of the common rows events of the event packets in "
