@@ -198,6 +198,23 @@ def test_unread_bytes_handed_to_a_caller_that_frames_packets_itself() -> None:
         s.advance(end, 256)
 
 
+def test_wants_more_until_a_whole_packet_is_received() -> None:
+    """wants_more: no whole packet in the unread bytes (a header cut, a body cut); the room
+    the next packet needs is then noted, so a packet larger than the buffer gets one."""
+    body = bytes(range(256)) * 12  # 3 KiB
+    wire, _ = frame(body, 0)
+    s = PacketStream(buffer_size=1024)
+    assert s.wants_more()  # nothing received
+    s.feed(wire[:3])
+    assert s.wants_more()  # a header cut
+    s.feed(wire[3:2000])
+    assert s.wants_more()  # a body cut, longer than the buffer was
+    assert len(s.recv_buffer()) >= len(wire) - 2000  # room for the rest of it
+    s.feed(wire[2000:])
+    assert not s.wants_more()
+    assert bytes(s.next_packet()) == body and s.wants_more()
+
+
 def test_unread_refused_while_the_framing_is_not_plain() -> None:
     """No unread bytes for a caller while a 16 MiB+ payload is half reassembled, the
     sequence id is being resynchronised, or sequence ids are not checked."""

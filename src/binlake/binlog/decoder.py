@@ -47,10 +47,13 @@ _FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 
 class PacketRun(Protocol):
     """The C iterator of `BinlogDecoder.scan_packets`: where it stands in the receive buffer
-    (after the last event it handed out) and the sequence id of the next packet."""
+    (after the last event it handed out or passed over) and the sequence id of the next
+    packet; the decoder's events and rows passed over so far (`skip_filtered`)."""
 
     pos: int
     seq: int
+    skipped: int
+    skipped_rows: int
 
     def __iter__(self) -> Iterator[Event]: ...
 
@@ -105,12 +108,13 @@ class BinlogDecoder:
         """Rows events of filtered tables carry their row count (`filtered_rows`), walked in C
         without decoding values."""
         self.skip_filtered = skip_filtered
-        """File mode: rows events of filtered tables are checked (checksum, table) and passed
-        over in C, not handed out (counted in `events_skipped`); without the C extension
-        they come as usual. For a consumer that needs nothing of them: one that numbers the
-        rows of an open XA transaction turns it off while one is open (it may be changed
-        between events). Why: a filter that keeps one table of a busy server leaves most
-        events out, and handing each over cost more than checking it."""
+        """Rows events of filtered tables are checked (checksum, table) and passed over by
+        the C scans (files, and scan_packets' runs), not handed out: counted in
+        `events_skipped`, their rows in `rows_skipped` (count_filtered); without the C
+        extension they come as usual. For a consumer that needs nothing of them: one that
+        numbers the rows of an open XA transaction turns it off while one is open (it may
+        be changed between events). Why: a filter that keeps one table of a busy server
+        leaves most events out, and handing each over cost more than checking it."""
         self.fde: FormatDescriptionEvent | None = None
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
@@ -266,6 +270,11 @@ class BinlogDecoder:
         return 0 if self._scanner is None else self._scanner.skipped
 
     @property
+    def rows_skipped(self) -> int:
+        """The rows of those events (counted with `count_filtered`, else 0)."""
+        return 0 if self._scanner is None else self._scanner.skipped_rows
+
+    @property
     def offset(self) -> int:
         """File offset of the next undecoded byte (a safe resume point in file mode)."""
         return self._buf_start + self._read - self._carry_len
@@ -282,7 +291,8 @@ class BinlogDecoder:
             return None
         return scanner.scan_packets(buf, start, end, seq, self.file,
                                     self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
-                                    self.table_filter, self.count_filtered, self.json_images)
+                                    self.table_filter, self.count_filtered, self.json_images,
+                                    self.skip_filtered)
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself

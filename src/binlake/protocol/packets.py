@@ -227,6 +227,21 @@ class PacketStream:
             return None
         return self._buf, self._start, self._end, self.seq
 
+    def wants_more(self) -> bool:
+        """No whole packet is received yet (the room the next one needs is then noted for
+        recv_buffer): a caller that frames packets itself (`unread`) receives first."""
+        start = self._start
+        avail = self._end - start
+        if avail < HEADER_SIZE:
+            self._need = HEADER_SIZE
+            return True
+        buf = self._buf
+        total = HEADER_SIZE + (buf[start] | (buf[start + 1] << 8) | (buf[start + 2] << 16))
+        if avail < total:
+            self._need = total
+            return True
+        return False
+
     def advance(self, pos: int, seq: int) -> None:
         """The caller of `unread` read whole packets up to buffer offset `pos`; `seq` is the
         sequence id of the next one."""

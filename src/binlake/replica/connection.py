@@ -440,6 +440,26 @@ class MySQLConnection:
         (PacketStream.unread; follow with skip_packets). No socket call."""
         return self._stream.unread()
 
+    def wants_more(self) -> bool:
+        """No whole packet is received yet (PacketStream.wants_more). No socket call."""
+        return self._stream.wants_more()
+
+    def receive_more(self) -> None:
+        """One blocking receive into the buffer, for a caller that frames packets itself and
+        found no whole one there (wants_more); read_packet's errors."""
+        sock = self._require_open()
+        stream = self._stream
+        try:
+            n = sock.recv_into(stream.recv_buffer())
+        except OSError:
+            self._receive_failed()
+            raise  # unreachable: _receive_failed raises
+        if n == 0:
+            self._abort()
+            raise ConnectionLost(f"{self.where} closed the connection",
+                                 hint="the server may have restarted, or killed this connection")
+        stream.commit(n)
+
     def skip_packets(self, pos: int, seq: int) -> None:
         """Whole packets up to `pos` of the receive buffer were read by the caller."""
         self._stream.advance(pos, seq)

@@ -394,6 +394,15 @@ class BinlogStream:
             self.conn.close()
             self.conn = None
 
+    def _receive_more(self, conn: MySQLConnection) -> None:
+        self._interruptible = True
+        try:
+            if self._stop_requested:
+                raise _Interrupted()
+            conn.receive_more()
+        finally:
+            self._interruptible = False
+
     def _read(self, conn: MySQLConnection) -> memoryview:
         self._interruptible = True
         try:
@@ -419,16 +428,26 @@ class BinlogStream:
         scan_next = not semi  # (semi-sync packets carry a header the scan does not take)
         while True:
             run = None
+            passing = False
             if scan_next and self._started and not self._stop_requested:
                 # The common rows events already received, framed and decoded by one C
                 # iterator (it stops at the first packet it does not take, which the general
                 # way below reads); the receive buffer moves past the events it handed out
                 # when the run ends or is left.
+                if conn.wants_more():  # (a run ended where the received bytes do)
+                    self._receive_more(conn)
                 unread = conn.unread_packets()
                 if unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET:
+                    # Inside an explicit transaction (a rows event neither opens nor closes
+                    # it) and outside an XA one (left-out rows count in its group), the
+                    # left-out tables' rows events need only their rows counted: the run
+                    # passes them over and says how many rows it counted.
+                    dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
                     run = dec.scan_packets(*unread)
             if run is not None:
                 events, need_ack = run, False
+                if passing:
+                    skipped, skipped_rows = run.skipped, run.skipped_rows
             else:
                 events, need_ack = self._next_events(conn, dec, buffered, semi)
                 if events is None:
@@ -439,6 +458,9 @@ class BinlogStream:
                 for ev in events:
                     self.events_seen += 1
                     last = ev
+                    if passing and run.skipped_rows != skipped_rows:  # (before this event)
+                        self._passed_over(run.skipped_rows - skipped_rows)
+                        skipped_rows = run.skipped_rows
                     if isinstance(ev, RowsEvent):
                         # The hot path, handled here without the generator layers of _handle:
                         # each record counts in the position as it is handed out.
@@ -480,12 +502,17 @@ class BinlogStream:
             finally:
                 if run is not None:  # the packets of the events handed out are read
                     conn.skip_packets(run.pos, run.seq)
-                    if last is not None:
+                    if last is not None or (passing and run.skipped != skipped):
                         self._got_event = True
+            if passing and run is not None:
+                self.events_seen += run.skipped - skipped
+                if run.skipped_rows != skipped_rows:  # (after the last event handed out)
+                    self._passed_over(run.skipped_rows - skipped_rows)
             if run is not None:
-                # The packet the run stopped at is one it does not take, or not whole yet:
-                # it goes the general way (which waits for the rest), then the runs go on.
-                scan_next = False
+                # The packet the run stopped at is one it does not take: it goes the general
+                # way, then the runs go on. Or it is not whole yet: the next run receives
+                # first (the general way would read one packet in Python for every receive).
+                scan_next = conn.wants_more()
             if need_ack or self._ack_pending:
                 if self._tx.in_tx:
                     self._ack_pending = True  # ACK when the transaction is delivered
@@ -494,6 +521,11 @@ class BinlogStream:
             if self._at_end(end, stop_at):
                 self._check_stop_at()
                 return
+
+    def _passed_over(self, n: int) -> None:
+        """Rows of left-out tables a run passed over: counted as a filtered event's are."""
+        self._skip = self._skip - n if self._skip >= n else 0
+        self._rows_in_tx += n
 
     def _at_end(self, end: tuple[str, int] | None, stop_at: tuple[str, int] | None) -> bool:
         """Between transactions, at or past the end of the range asked for."""

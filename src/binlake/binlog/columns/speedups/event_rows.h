@@ -37,7 +37,7 @@ typedef struct {
     Py_ssize_t pos;
     long long base;
     int tail, verify, count_filtered, json, skip;
-    Py_ssize_t scanned, skipped;
+    Py_ssize_t scanned, skipped, skipped_rows;
     /* a scan of received packets (scan_packets): where the received bytes end, the sequence
        id the next packet must have */
     int packets, seq;
@@ -90,7 +90,8 @@ out:
 }
 
 /* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 2 when `skip` is set and the
-   filter leaves its table out (checked, not handed out), 0 when the general path must
+   filter leaves its table out (checked, its rows counted in s->skipped_rows if
+   count_filtered, not handed out), 0 when the general path must
    decode it (no exception set), -1 on an error that is not the event's (the filter raised,
    no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
 static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
@@ -149,7 +150,7 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
     Py_DECREF(columns);
     if (have < 0) goto error;
     if (have != ncols) goto done;
-    if (skip && filter != Py_None) {  /* a left-out table: nothing to build, count or hand out */
+    if (skip && !count_filtered && filter != Py_None) {  /* left out: nothing to build or hand out */
         int keep = scan_keeps(s, filter, table);
         if (keep < 0) goto error;
         if (!keep) { rc = 2; goto done; }
@@ -179,14 +180,20 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
     }
     if (dec->npresent == 0 && p < end) goto done;  /* as rows_view(): the general path says why */
     if (filtered) {
-        rows = PyList_New(0);
-        if (rows == NULL) goto error;
         if (count_filtered) {
             nrows = count_rows(dec, adec, bufobj, b, &p, end);
             if (nrows < 0) goto decode_failed;
         } else {
             p = end;
         }
+        if (skip) {  /* counted, not handed out */
+            if (p != end) goto done;
+            s->skipped_rows += nrows;
+            rc = 2;
+            goto done;
+        }
+        rows = PyList_New(0);
+        if (rows == NULL) goto error;
     } else if (json) {
         PyObject *jb = PyTuple_GET_ITEM(pair, 2), *ja = PyTuple_GET_ITEM(pair, 3);
         if (!Py_IS_TYPE(jb, &RowDecoderType) || !((RowDecoder *)jb)->json) goto done;
@@ -326,8 +333,8 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     return (PyObject *)self;
 }
 
-/* scan_packets(buf, start, end, seq, file, tail, verify, filter, count_filtered, json_images)
-   -> self: an iterator over the common rows events of a replica's received packets, whole
+/* scan_packets(buf, start, end, seq, file, tail, verify, filter, count_filtered, json_images,
+   skip_filtered) -> self: an iterator over the common rows events of a replica's received packets, whole
    in buf[start:end], each an event packet (4-byte header with sequence id `seq` counting
    on, status byte 0x00, one event). It stops at the first packet it does not take (cut by
    `end`, 16 MiB or more, out of sequence, not 0x00, an event it does not take), which the
@@ -335,7 +342,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
    a packet, and framing each in Python cost more than decoding a one-row event. */
 static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *args,
                                           Py_ssize_t nargs) {
-    if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "scan_packets() takes 10 arguments"); return NULL; }
+    if (nargs != 11) { PyErr_SetString(PyExc_TypeError, "scan_packets() takes 11 arguments"); return NULL; }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
     long seq = PyLong_AsLong(args[3]);
@@ -352,7 +359,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->verify = PyObject_IsTrue(args[6]);
     self->count_filtered = PyObject_IsTrue(args[8]);
     self->json = PyObject_IsTrue(args[9]);
-    self->skip = 0;
+    self->skip = PyObject_IsTrue(args[10]);
     self->packets = 1;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -435,6 +442,8 @@ static PyMemberDef RowsScanner_members[] = {
      "events handed out by scans so far"},
     {"skipped", T_PYSSIZET, offsetof(RowsScanner, skipped), READONLY,
      "events of left-out tables passed over by scans so far (skip_filtered)"},
+    {"skipped_rows", T_PYSSIZET, offsetof(RowsScanner, skipped_rows), READONLY,
+     "their rows, when counted (count_filtered)"},
     {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
      "scan_packets: the sequence id of the next packet"},
     {NULL, 0, 0, 0, NULL}
@@ -450,7 +459,7 @@ static PyMethodDef RowsScanner_methods[] = {
      "follows it."},
     {"scan_packets", (PyCFunction)(void (*)(void))RowsScanner_scan_packets, METH_FASTCALL,
      "scan_packets(buf, start, end, seq, file, crc32_tail, verify, filter, count_filtered, "
-     "json_images) -> self, an iterator of the common rows events of the event packets in "
+     "json_images, skip_filtered) -> self, an iterator of the common rows events of the event packets in "
      "buf[start:end]; .pos and .seq follow it."},
     {NULL, NULL, 0, NULL}
 };
