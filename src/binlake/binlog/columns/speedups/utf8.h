@@ -338,24 +338,26 @@ static void utf8_simd_init(void) { g_utf8_simd = 0; }
 static PyObject *utf8_str(const char *s, Py_ssize_t n) {
 #ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
-        int wide = g_utf8_simd == UTF8_AVX512;
         Py_ssize_t chars;
         unsigned top;
-        if (wide) utf8_scan((const uint8_t *)s, n, &chars, &top);
-        else utf8_scan_avx2((const uint8_t *)s, n, &chars, &top);
+        int valid = -1;  /* not known yet */
+        if (g_utf8_simd == UTF8_AVX512) utf8_scan((const uint8_t *)s, n, &chars, &top);
+        else if (!(valid = utf8_scan_valid_avx2(s, n, &chars, &top)))
+            return PyUnicode_DecodeUTF8(s, n, NULL);  /* it names the byte and the reason */
         Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
         if (maxchar == 0x7F) {
             PyObject *u = PyUnicode_New(n, 0x7F);
             if (u != NULL) memcpy(PyUnicode_DATA(u), s, (size_t)n);
             return u;
         }
-        if (utf8_valid_long(s, n)) {  /* else CPython names the byte and the reason */
+        if (valid < 0) valid = utf8_valid_512(s, n);
+        if (valid) {  /* else CPython names the byte and the reason */
             PyObject *u = PyUnicode_New(chars, maxchar);
             if (u == NULL) return NULL;
             void *out = PyUnicode_DATA(u);
             int kind = PyUnicode_KIND(u);
-            if ((wide ? utf8_convert((const uint8_t *)s, n, out, kind, chars)
-                      : utf8_convert_avx2((const uint8_t *)s, n, out, kind, chars)) == 0)
+            if ((g_utf8_simd == UTF8_AVX512 ? utf8_convert((const uint8_t *)s, n, out, kind, chars)
+                 : utf8_convert_avx2((const uint8_t *)s, n, out, kind, chars)) == 0)
                 return u;
             Py_DECREF(u);
         }

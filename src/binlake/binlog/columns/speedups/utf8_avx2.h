@@ -4,13 +4,14 @@
  * Why: on such a CPU every long text fell back to CPython's decoder (about 1 GB/s on mixed
  * text), a third of a `large`-table run. Same three passes as utf8.h's AVX-512 code, with
  * what AVX2 has:
- *   scan     32 bytes at a time: characters (bytes that are not 10xxxxxx) and the widest lead;
- *   validate Keiser and Lemire's three lookups per byte pair (utf8.h's tables), 32 at a time;
+ *   scan and validate, in one pass 32 bytes at a time: characters (bytes that are not
+ *            10xxxxxx), the widest lead, and Keiser and Lemire's three lookups per byte pair
+ *            (utf8.h's tables);
  *   convert  32-byte blocks, 8 bytes at a time: the characters that start in those 8 bytes
- *            (a 256-entry table left-packs their positions from 8 bits of the lead mask)
  *            get their 4 first bytes gathered into 32-bit lanes by one byte shuffle of a
- *            16-byte load, and the code points are assembled with two multiply-adds and a
- *            variable shift, as in utf8.h.
+ *            16-byte load (a 256-entry table of shuffles, by 8 bits of the lead mask), and
+ *            the code points are assembled with two multiply-adds and a variable shift, as
+ *            in utf8.h.
  * The steps advance 8 bytes whatever the characters: a character that runs into the next
  * step is read whole in this one (the loads go up to 16 bytes past the block's 24th byte,
  * which is why the last 48 bytes take the scalar loop), and the next step passes over its
@@ -23,43 +24,21 @@
 
 #define AVX2_TARGET __attribute__((target("avx2,popcnt")))
 
-/* PACK[m]: the indexes (0-7) of the set bits of m, in order, one per byte from the low one */
-static uint64_t UTF8_PACK[256];
+/* GATHER[m]: for the characters that start at the set bits of m (8 bytes of lead flags),
+   byte 4j+b is the index of character j's byte b (its position + b): one byte shuffle puts
+   each character's first 4 bytes in a 32-bit lane. */
+static uint8_t UTF8_GATHER[256][32] __attribute__((aligned(32)));
 
 static void utf8_avx2_tables_init(void) {
     for (int m = 0; m < 256; m++) {
-        uint64_t v = 0;
-        int k = 0;
+        int j = 0;
+        memset(UTF8_GATHER[m], 0x80, 32);  /* lanes past the characters: zeros */
         for (int b = 0; b < 8; b++)
-            if (m & (1 << b)) v |= (uint64_t)b << (8 * k++);
-        UTF8_PACK[m] = v;
+            if (m & (1 << b)) {
+                for (int k = 0; k < 4; k++) UTF8_GATHER[m][4 * j + k] = (uint8_t)(b + k);
+                j++;
+            }
     }
-}
-
-AVX2_TARGET static void utf8_scan_avx2(const uint8_t *s, Py_ssize_t n, Py_ssize_t *chars,
-                                       unsigned *maxbyte) {
-    const __m256i not_cont = _mm256_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
-    __m256i mx = _mm256_setzero_si256();
-    Py_ssize_t leads = 0, i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
-        mx = _mm256_max_epu8(mx, v);
-        leads += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont)));
-    }
-    unsigned top = 0;
-    for (; i < n; i++) {
-        leads += (int8_t)s[i] > -65;
-        if (s[i] > top) top = s[i];
-    }
-#define HAS_AT_LEAST(t) (_mm256_movemask_epi8(_mm256_cmpeq_epi8( \
-        _mm256_max_epu8(mx, _mm256_set1_epi8((char)(t))), mx)) != 0)
-    if (top >= 0xF0 || HAS_AT_LEAST(0xF0)) top = 0xF0;
-    else if (top >= 0xC4 || HAS_AT_LEAST(0xC4)) top = 0xC4;
-    else if (top >= 0x80 || HAS_AT_LEAST(0x80)) top = 0x80;
-    else top = 0;
-#undef HAS_AT_LEAST
-    *chars = leads;
-    *maxbyte = top;
 }
 
 /* The 32 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`. */
@@ -67,8 +46,10 @@ AVX2_TARGET static void utf8_scan_avx2(const uint8_t *s, Py_ssize_t n, Py_ssize_
     _mm256_alignr_epi8((cur), _mm256_permute2x128_si256((prev), (cur), 0x21), 16 - (k))
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not: utf8_valid_long's
-   method (see utf8.h) 32 bytes at a time; the last block is read from a zero-padded copy. */
-AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
+   method (see utf8.h) 32 bytes at a time; the last block is read from a zero-padded copy.
+   With `chars` set, also the character count and the widest lead (one read of the text). */
+AVX2_TARGET static inline __attribute__((always_inline)) int utf8_valid_avx2_scan(
+        const char *text, Py_ssize_t n, Py_ssize_t *chars, unsigned *maxbyte) {
     const uint8_t *s = (const uint8_t *)text;
     const __m256i nib = _mm256_set1_epi8(0x0F);
     const __m256i prev_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)U8_PREV_HIGH));
@@ -81,7 +62,9 @@ AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, (char)0xEF, (char)0xDF, (char)0xBF);
     const __m256i due3 = _mm256_set1_epi8(0xE0 - 0x80), due4 = _mm256_set1_epi8(0xF0 - 0x80);
     const __m256i high = _mm256_set1_epi8((char)0x80);
-    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256();
+    const __m256i not_cont = _mm256_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
+    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256(), mx = err;
+    Py_ssize_t leads = 0;
     int incomplete = 0;
     uint8_t last[32];
     for (Py_ssize_t i = 0; i < n; i += 32) {
@@ -92,11 +75,17 @@ AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
             memset(last, 0, sizeof last);
             memcpy(last, s + i, (size_t)(n - i));
             cur = _mm256_loadu_si256((const __m256i *)last);
+            leads -= 32 - (n - i);  /* the padding's zeros count as leads below */
         }
         if (_mm256_movemask_epi8(cur) == 0) {  /* ASCII: only an unfinished character before */
             if (incomplete) return 0;
             prev = cur;
+            leads += 32;
             continue;
+        }
+        if (chars != NULL) {
+            mx = _mm256_max_epu8(mx, cur);
+            leads += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi8(cur, not_cont)));
         }
         __m256i p1 = U8_BEFORE_AVX2(cur, prev, 1), p2 = U8_BEFORE_AVX2(cur, prev, 2),
                 p3 = U8_BEFORE_AVX2(cur, prev, 3);
@@ -113,9 +102,27 @@ AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
                                          _mm256_subs_epu8(cur, tail_max));
         prev = cur;
     }
+    if (chars != NULL) {
+#define HAS_AT_LEAST(t) (_mm256_movemask_epi8(_mm256_cmpeq_epi8( \
+        _mm256_max_epu8(mx, _mm256_set1_epi8((char)(t))), mx)) != 0)
+        *maxbyte = HAS_AT_LEAST(0xF0) ? 0xF0 : HAS_AT_LEAST(0xC4) ? 0xC4 : HAS_AT_LEAST(0x80) ? 0x80 : 0;
+#undef HAS_AT_LEAST
+        *chars = leads;
+    }
     /* the end acts as ASCII: no character may be left unfinished (a padded last block has
        zeros past the end, which the pairs above already refuse after a lead) */
     return !incomplete && _mm256_testz_si256(err, err);
+}
+
+AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
+    return utf8_valid_avx2_scan(text, n, NULL, NULL);
+}
+
+/* The character count and the widest lead (as utf8.h's utf8_scan) and the check, in one
+   pass: 1 if valid (*chars, *maxbyte set), 0 if not (they are not). */
+AVX2_TARGET static int utf8_scan_valid_avx2(const char *text, Py_ssize_t n, Py_ssize_t *chars,
+                                            unsigned *maxbyte) {
+    return utf8_valid_avx2_scan(text, n, chars, maxbyte);
 }
 
 /* One valid character at s (its lead byte first): the code point; *len its bytes. */
@@ -178,22 +185,32 @@ AVX2_TARGET static inline void utf8_store_ascii_avx2(void *out, Py_ssize_t o, in
     }
 }
 
-/* Code points into `out` (a str of `kind` with room for `chars`) from bytes that
-   utf8_valid_avx2 accepted; 0, or -1 if the character count does not add up (never for
-   valid bytes: a guard that keeps every store inside `out`). */
-AVX2_TARGET static int utf8_convert_avx2(const uint8_t *s, Py_ssize_t n, void *out, int kind,
-                                         Py_ssize_t chars) {
-    const __m256i not_cont = _mm256_set1_epi8(-65);
-    /* lane j of 8 (4 per 128-bit half): the byte of the packed positions it takes */
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
-                                            4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-    const __m256i byteoff = _mm256_set1_epi32(0x03020100);
-    const __m256i low8 = _mm256_set1_epi32(0xFF);
+/* The code points of the (up to 8) characters that start in the 8 bytes at p (lead flags
+   `lm`): they lie within its first 11 bytes, one 16-byte load broadcast to both halves. */
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i utf8_step(const uint8_t *p,
+                                                                          unsigned lm) {
+    const __m256i nib_lo = _mm256_set1_epi32(0x0F);
+    const __m256i lane_hi = _mm256_set1_epi32((int)0x80808000);  /* bytes 1-3: look up zero */
     const __m256i cont_bits = _mm256_set1_epi32(0x3F3F3F00);
     const __m256i lead_t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)UTF8_LEAD));
     const __m256i shift_t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)UTF8_SHIFT));
     const __m256i weights8 = _mm256_set1_epi32(0x01400140);   /* bytes 64, 1, 64, 1 */
     const __m256i weights16 = _mm256_set1_epi32(0x00011000);  /* words 4096, 1 */
+    __m256i w = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    __m256i g = _mm256_shuffle_epi8(w, _mm256_load_si256((const __m256i *)UTF8_GATHER[lm]));
+    /* lane j: bytes b0 b1 b2 b3; the lead's high nibble in byte 0, 0x80 above it */
+    __m256i nb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(g, 4), nib_lo), lane_hi);
+    __m256i keep = _mm256_or_si256(_mm256_shuffle_epi8(lead_t, nb), cont_bits);
+    /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
+    __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(g, keep), weights8),
+                                  weights16);
+    return _mm256_srlv_epi32(t, _mm256_shuffle_epi8(shift_t, nb));
+}
+
+/* utf8_convert_avx2 for one `kind` (a constant where it is inlined: no test per step). */
+AVX2_TARGET static inline __attribute__((always_inline)) int utf8_convert_avx2_kind(
+        const uint8_t *s, Py_ssize_t n, void *out, const int kind, Py_ssize_t chars) {
+    const __m256i not_cont = _mm256_set1_epi8(-65);
     Py_ssize_t i = 0, o = 0;
     for (; i + 48 <= n; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
@@ -204,26 +221,22 @@ AVX2_TARGET static int utf8_convert_avx2(const uint8_t *s, Py_ssize_t n, void *o
             continue;
         }
         uint32_t leads = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont));
-        if (o + __builtin_popcount(leads) > chars) return -1;
-        /* 8 bytes at a time: the (up to 8) characters that start there lie within its
-           first 11 bytes, one 16-byte load broadcast to both halves */
-        for (int q = 0; q < 32; q += 8) {
-            unsigned lm = (leads >> q) & 0xFF;
-            if (lm == 0) continue;  /* inside one long character */
-            int m = __builtin_popcount(lm);
-            __m256i w = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(s + i + q)));
-            __m256i pk = _mm256_broadcastq_epi64(_mm_cvtsi64_si128((long long)UTF8_PACK[lm]));
-            __m256i idx = _mm256_add_epi8(_mm256_shuffle_epi8(pk, spread), byteoff);
-            __m256i g = _mm256_shuffle_epi8(w, idx);  /* lane j: bytes b0 b1 b2 b3 */
-            __m256i nb = _mm256_srli_epi32(_mm256_and_si256(g, low8), 4);  /* lead's high nibble */
-            __m256i keep = _mm256_or_si256(_mm256_and_si256(_mm256_shuffle_epi8(lead_t, nb), low8),
-                                           cont_bits);
-            /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
-            __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_and_si256(g, keep), weights8),
-                                          weights16);
-            __m256i cp = _mm256_srlv_epi32(t, _mm256_and_si256(_mm256_shuffle_epi8(shift_t, nb), low8));
-            utf8_store8(out, o, kind, cp, m, o + 8 <= chars);
-            o += m;
+        Py_ssize_t count = __builtin_popcount(leads);
+        if (o + count > chars) return -1;
+        if (o + count + 8 <= chars) {  /* every step may store 8 lanes (the ones past its
+                                          characters are overwritten by the next) */
+#define UTF8_STEP(q) do { unsigned lm = (leads >> (q)) & 0xFF; \
+            utf8_store8(out, o, kind, utf8_step(s + i + (q), lm), 8, 1); \
+            o += __builtin_popcount(lm); } while (0)
+            UTF8_STEP(0); UTF8_STEP(8); UTF8_STEP(16); UTF8_STEP(24);
+#undef UTF8_STEP
+        } else {  /* near the end of `out`: only the lanes that are characters */
+            for (int q = 0; q < 32; q += 8) {
+                unsigned lm = (leads >> q) & 0xFF;
+                int m = __builtin_popcount(lm);
+                utf8_store8(out, o, kind, utf8_step(s + i + q, lm), m, o + 8 <= chars);
+                o += m;
+            }
         }
     }
     while (i < n && (s[i] & 0xC0) == 0x80) i++;  /* the rest of a character begun above */
@@ -237,6 +250,16 @@ AVX2_TARGET static int utf8_convert_avx2(const uint8_t *s, Py_ssize_t n, void *o
         i += len;
     }
     return o == chars ? 0 : -1;
+}
+
+/* Code points into `out` (a str of `kind` with room for `chars`) from bytes that
+   utf8_valid_avx2 accepted; 0, or -1 if the character count does not add up (never for
+   valid bytes: a guard that keeps every store inside `out`). */
+AVX2_TARGET static int utf8_convert_avx2(const uint8_t *s, Py_ssize_t n, void *out, int kind,
+                                         Py_ssize_t chars) {
+    if (kind == 4) return utf8_convert_avx2_kind(s, n, out, 4, chars);
+    if (kind == 2) return utf8_convert_avx2_kind(s, n, out, 2, chars);
+    return utf8_convert_avx2_kind(s, n, out, 1, chars);
 }
 
 #endif  /* BINLAKE_SPEEDUPS_UTF8_AVX2_H */
