@@ -122,11 +122,9 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
             # The history replays the files' DDL at its positions (idempotently: what it
             # already recorded is looked up, not applied twice).
             resolver = SchemaTracker.load(schema_history)
-        # (count_filtered: the rows of left-out tables still count in an XA transaction, so
-        # its records are numbered as a stream numbers them, whatever the filter)
         decoder_options = dict(keys=keys, allow_unknown=allow_unknown_events,
                                verify_checksums=not no_verify_checksums, table_filter=tfilter,
-                               table_resolver=resolver, count_filtered=tfilter is not None)
+                               table_resolver=resolver)
         tracker = ChangeTracker(tfilter, reread=lambda rng, _at: _reread_prepared(
             files, rng, tfilter, **decoder_options))
         # The left-out tables' rows events need not be handed over at all, but for the
@@ -153,8 +151,13 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                     continue
                 records = tracker.records(ev)
                 n_rows += len(records)
-                if skip:
-                    dec.skip_filtered = not tracker.xa.holding
+                if tfilter is not None:
+                    # The rows of left-out tables count in an open XA transaction (its records
+                    # are numbered as a stream numbers them, whatever the filter); elsewhere
+                    # nothing needs them.
+                    holding = tracker.xa.holding
+                    dec.count_filtered = holding
+                    dec.skip_filtered = skip and not holding
                 if output == "null":
                     records = ev = None  # a 16 MiB row is not kept while the next is decoded
                     continue
