@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from binlake.binlog.constants import ColumnType as T
 from binlake.binlog.table_map import ColumnInfo
 
+from simd import simd_level  # noqa: F401  (a fixture: each test below at every vector level)
 from test_rowcodec_c import _c_json_run, _json_pair, _json_run
+
+# (the level fixture only sets which code runs: the same for every example)
+_EACH = {"suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+         "deadline": None}
 
 
 # pieces that matter to the writer: plain runs of every length around the 16-byte step,
@@ -46,7 +51,8 @@ def _row(kind: str, raw: bytes) -> bytes:
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map(b"".join)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.usefixtures("simd_level")
+@settings(max_examples=400, **_EACH)
 @given(st.sampled_from(["utf8", "json", "bytes"]), texts, st.data())
 def test_text_writer_agrees_with_python(kind: str, raw: bytes, data: st.DataObject) -> None:
     if data.draw(st.booleans()):  # one invalid sequence somewhere
@@ -58,7 +64,8 @@ def test_text_writer_agrees_with_python(kind: str, raw: bytes, data: st.DataObje
     assert expect == got
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.usefixtures("simd_level")
+@settings(max_examples=200, **_EACH)
 @given(st.text(max_size=200))
 def test_any_text_escapes_like_json_dumps(text: str) -> None:
     raw = text.encode("utf-8", "surrogatepass")
@@ -73,7 +80,8 @@ def test_any_text_escapes_like_json_dumps(text: str) -> None:
     assert img == json.dumps({"c0": text}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.usefixtures("simd_level")
+@settings(max_examples=300, **_EACH)
 @given(st.lists(st.sampled_from(PIECES + [b'"' * 5, b'\\"', b'{"k":"v","n":[1,2]}', b"\\" * 3]),
                 min_size=10, max_size=300).map(b"".join))
 def test_long_texts_dense_with_quotes_escape_like_json_dumps(raw: bytes) -> None:
@@ -84,6 +92,7 @@ def test_long_texts_dense_with_quotes_escape_like_json_dumps(raw: bytes) -> None
     assert img == json.dumps({"c0": raw.decode()}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+@pytest.mark.usefixtures("simd_level")
 @pytest.mark.parametrize("raw", [b'"' * 100_003, b'\\"' * 40_001, (b'ab"\\' * 9 + b"\n") * 3001,
                                  ("é\"" * 20_000).encode(), b"x" * 70_001 + b'"'])
 def test_huge_texts_that_double_when_escaped(raw: bytes) -> None:
@@ -93,6 +102,7 @@ def test_huge_texts_that_double_when_escaped(raw: bytes) -> None:
     assert img == json.dumps({"c0": raw.decode()}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+@pytest.mark.usefixtures("simd_level")
 def test_every_offset_of_a_vector() -> None:
     """Each special piece at each offset 0..40 of a plain text, valid and cut short."""
     jdec, pydec, enc = _json_pair(_cols("bytes"), [True])

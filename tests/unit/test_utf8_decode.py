@@ -19,26 +19,15 @@ from hypothesis import strategies as st
 
 speedups = pytest.importorskip("binlake.binlog.columns._speedups")
 
-
-def _levels() -> list[str]:
-    """The vector levels this CPU can run ('off' always)."""
-    start = speedups.utf8_simd()
-    have = []
-    for level in ("off", "avx2", "avx512"):
-        try:
-            speedups.utf8_set_simd(level)
-        except ValueError:
-            continue
-        have.append(level)
-    speedups.utf8_set_simd(start)
-    return have
+from simd import levels, simd_level  # noqa: E402,F401  (tests/unit is on sys.path)
 
 
-@pytest.fixture(autouse=True, params=_levels())
-def simd_level(request):
-    before = speedups.utf8_set_simd(request.param)
-    yield request.param
-    speedups.utf8_set_simd(before)
+_levels = levels
+
+
+@pytest.fixture(autouse=True)
+def _every_level(simd_level: str) -> str:
+    return simd_level
 
 
 # (the level fixture only sets which code runs: the same for every example)

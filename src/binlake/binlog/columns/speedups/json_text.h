@@ -164,6 +164,13 @@ static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
                 if (k == 0) break;  /* a control character: the loops below */
                 i += k;
             }
+        } else if (g_utf8_simd == UTF8_AVX2) {  /* 16 bytes at a time, the same way */
+            while (i + 16 <= n) {
+                ROOM(128);
+                Py_ssize_t k = json_escape_run_avx2(s + i, n - i, &d, (unsigned char *)o->p + o->cap);
+                if (k == 0) break;  /* a control character: the loops below */
+                i += k;
+            }
         }
 #endif
 #if defined(__SSE2__)
