@@ -104,7 +104,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --schema-history warehouse/_binlake/schema_history.json mariadb-bin.0000*
     """
     from .binlog.decoder import BinlogDecoder
-    from .changes import ChangeTracker, table_filter
+    from .changes import ChangeTracker, left_out_rows_needed, table_filter
     from .files import read_events
     from .gtid_filter import GtidFilter
 
@@ -152,12 +152,8 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                 records = tracker.records(ev)
                 n_rows += len(records)
                 if tfilter is not None:
-                    # The rows of left-out tables count in an open XA transaction (its records
-                    # are numbered as a stream numbers them, whatever the filter); elsewhere
-                    # nothing needs them.
-                    holding = tracker.xa.holding
-                    dec.count_filtered = holding
-                    dec.skip_filtered = skip and not holding
+                    left_out_rows_needed(dec, tracker)
+                    dec.skip_filtered &= skip
                 if output == "null":
                     records = ev = None  # a 16 MiB row is not kept while the next is decoded
                     continue

@@ -264,3 +264,18 @@ def test_a_filtered_decode_numbers_xa_rows_as_an_unfiltered_one(mariadb) -> None
     assert skipped == walked
     assert [r["after"]["id"] for r in skipped] == [1, 2, 3]
     assert [r["position"]["row"] for r in skipped] == [3, 4, 6]  # after xa_left's 3, then 1
+    # the Spark files source's way: its decoder told between events what it may pass over
+    from binlake.binlog.decoder import BinlogDecoder
+    from binlake.files import read_events
+    from binlake.spark.arrow import events_to_batches
+
+    last = Path(files[-1])
+    assert start[0] == last.name
+
+    def keep(schema: str, table: str) -> bool:
+        return (schema, table) == (SCHEMA, "xa_kept")
+
+    dec = BinlogDecoder(file=last.name, json_images=True, table_filter=keep)
+    rows = [r for b in events_to_batches(read_events(last, decoder=dec), tables=keep, decoder=dec)
+            for r in b.to_pylist() if (r["file"], r["pos"]) >= start]
+    assert [(r["op"], r["row"]) for r in rows] == [("insert", 3), ("insert", 4), ("insert", 6)]

@@ -30,7 +30,7 @@ from ..binlog.columns.rowcodec import _speedups
 from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
 from ..cdcjson import dumps, json_string, value_expr
-from ..changes import ChangeRecord, ChangeTracker
+from ..changes import ChangeRecord, ChangeTracker, left_out_rows_needed
 from ..values import ABSENT
 
 SEQ_TYPE = pa.struct([
@@ -399,17 +399,21 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
                       reread: Callable[[Any, Any], tuple[list[ChangeRecord], int]] | None = None,
                       locate: Callable[[str, Any], Any] | None = None,
-                      ) -> Iterator[pa.RecordBatch]:
+                      decoder: Any = None) -> Iterator[pa.RecordBatch]:
     """Decoded events -> CDC batches: exactly the records `iter_changes(events, tables)`.
 
     Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
     made with `json_images=True` the images are already JSON, so there is no Python work per
-    row at all (C-level list extends only).
+    row at all (C-level list extends only). `decoder`: the one `events` come from (one
+    file, `tables` its filter), told when the left-out tables' rows events may be passed
+    over unseen (`changes.left_out_rows_needed`).
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
     builder = CdcBatchBuilder()
     add_rows = builder.add_rows
     xa = tracker.xa
+    if decoder is not None:
+        left_out_rows_needed(decoder, tracker)
     for ev in events:
         if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
             tm = ev.table
@@ -431,6 +435,8 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                 if rec.table_map is None and not statements:
                     continue
                 builder.add(rec)
+            if decoder is not None:
+                left_out_rows_needed(decoder, tracker)
         if builder._n >= batch_size or builder._bytes >= max_bytes:
             yield builder.flush()
     if len(builder):

@@ -97,6 +97,7 @@ class BinlogFilesReader(DataSourceReader):
         return [BinlogFile(f, i) for i, f in enumerate(self.files)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        from ..binlog.decoder import BinlogDecoder
         from ..changes import prepared_records, table_filter
         from ..errors import ConfigError
         from ..files import locate_prepared, read_events, read_range
@@ -109,10 +110,12 @@ class BinlogFilesReader(DataSourceReader):
 
             keys = load_key_file(Path(self.key_file).read_text())
         tables = table_filter(self.tables)
-        # The filter goes into the decoder: rows of left-out tables are counted (an XA
-        # group numbers its records whatever the filter), never decoded.
-        events = read_events(partition.path, keys=keys, json_images=True, table_filter=tables,
-                             count_filtered=tables is not None)
+        # The filter goes into the decoder: rows events of left-out tables are passed over in
+        # C, but in an XA group, where their rows are counted (it numbers its records
+        # whatever the filter), never decoded (events_to_batches says which, as it goes).
+        dec = BinlogDecoder(file=Path(partition.path).name, keys=keys, json_images=True,
+                            table_filter=tables)
+        events = read_events(partition.path, decoder=dec)
         # An XA COMMIT whose PREPARE is in an earlier file: found there and re-read.
         earlier = self.files[:partition.index]
         folder = {Path(f).name: f for f in self.files}
@@ -130,4 +133,5 @@ class BinlogFilesReader(DataSourceReader):
                                                count_filtered=True), rng, tables)
 
         yield from events_to_batches(events, batch_size=self.batch_size, tables=tables,
-                                     statements=self.statements, locate=locate, reread=reread)
+                                     statements=self.statements, locate=locate, reread=reread,
+                                     decoder=dec if tables is not None else None)
