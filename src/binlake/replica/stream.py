@@ -449,6 +449,7 @@ class BinlogStream:
                 if passing:
                     skipped, skipped_rows = run.skipped, run.skipped_rows
             else:
+                passing = False  # (no run: this decoder cannot, e.g. an encrypted binlog)
                 events, need_ack = self._next_events(conn, dec, buffered, semi)
                 if events is None:
                     return
