@@ -400,24 +400,10 @@ class MySQLConnection:
         """
         stream = self._stream
         pkt = stream.next_packet()
-        if pkt is not None:
-            return pkt
-        sock = self._require_open()
-        recv_into = sock.recv_into
-        while True:
-            try:
-                n = recv_into(stream.recv_buffer())
-            except OSError:
-                self._receive_failed()
-                raise  # unreachable: _receive_failed raises
-            if n == 0:
-                self._abort()
-                raise ConnectionLost(f"{self.where} closed the connection",
-                                     hint="the server may have restarted, or killed this connection")
-            stream.commit(n)
+        while pkt is None:
+            self.receive_more()
             pkt = stream.next_packet()
-            if pkt is not None:
-                return pkt
+        return pkt
 
     def _receive_failed(self) -> None:
         """Map the OSError being handled by read_packet (kept out of the hot loop)."""
@@ -445,8 +431,8 @@ class MySQLConnection:
         return self._stream.wants_more()
 
     def receive_more(self) -> None:
-        """One blocking receive into the buffer, for a caller that frames packets itself and
-        found no whole one there (wants_more); read_packet's errors."""
+        """One blocking receive into the buffer: read_packet's, and a caller's that frames
+        packets itself and found no whole one there (wants_more)."""
         sock = self._require_open()
         stream = self._stream
         try:
