@@ -22,11 +22,9 @@ speedups = pytest.importorskip("binlake.binlog.columns._speedups")
 from simd import levels, simd_level  # noqa: E402,F401  (tests/unit is on sys.path)
 
 
-_levels = levels
-
-
 @pytest.fixture(autouse=True)
 def _every_level(simd_level: str) -> str:
+    """Each test below runs once per vector level (simd.py's fixture)."""
     return simd_level
 
 
@@ -106,7 +104,7 @@ def test_simd_path_is_on_where_the_cpu_has_it() -> None:
         pytest.skip("no /proc/cpuinfo")
     best = ("avx512" if {"avx512bw", "avx512vl", "avx512vbmi", "avx512_vbmi2", "bmi2"} <= flags
             else "avx2" if "avx2" in flags else "off")
-    assert _levels()[-1] == best
+    assert levels()[-1] == best
     # what a fresh import chooses (this process's level is the fixture's)
     setting = os.environ.get("BINLAKE_SIMD")
     expected = "off" if setting == "0" else "avx2" if setting == "avx2" and best == "avx512" else best
@@ -118,7 +116,7 @@ def test_simd_path_is_on_where_the_cpu_has_it() -> None:
 def test_a_level_the_cpu_does_not_have_is_refused() -> None:
     with pytest.raises(ValueError):
         speedups.utf8_set_simd("sse9")
-    if "avx512" not in _levels():
+    if "avx512" not in levels():
         with pytest.raises(ValueError, match="does not have"):
             speedups.utf8_set_simd("avx512")
 

@@ -395,6 +395,8 @@ class BinlogStream:
             self.conn = None
 
     def _receive_more(self, conn: MySQLConnection) -> None:
+        """One blocking receive for the next run, under `_read`'s guard (a stop request from
+        a signal handler cuts it short)."""
         self._interruptible = True
         try:
             if self._stop_requested:
