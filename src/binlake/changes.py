@@ -518,14 +518,15 @@ def _split_name(name: str, default_schema: str) -> tuple[str, str]:
     return default_schema, parts[0]
 
 
-def left_out_rows_needed(decoder: Any, tracker: ChangeTracker) -> None:
+def left_out_rows_needed(decoder: Any, tracker: ChangeTracker, *, pass_over: bool = True) -> None:
     """Between events (after each one that is not a rows event, at least): the decoder's
     filtered tables' rows are counted only inside an open XA transaction, whose records are
     numbered whatever the filter, and elsewhere passed over in C, not handed out: nothing
-    needs them there. For a reader of files whose decoder has a table filter."""
+    needs them there (pass_over=False: a reader that must see every event). For a reader of
+    files whose decoder has a table filter."""
     holding = tracker.xa.holding
     decoder.count_filtered = holding
-    decoder.skip_filtered = not holding
+    decoder.skip_filtered = pass_over and not holding
 
 
 def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | None = None

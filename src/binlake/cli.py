@@ -152,8 +152,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                 records = tracker.records(ev)
                 n_rows += len(records)
                 if tfilter is not None:
-                    left_out_rows_needed(dec, tracker)
-                    dec.skip_filtered &= skip
+                    left_out_rows_needed(dec, tracker, pass_over=skip)
                 if output == "null":
                     records = ev = None  # a 16 MiB row is not kept while the next is decoded
                     continue
