@@ -1,25 +1,24 @@
 #!/usr/bin/env python3
 """Benchmark hook for the Arrow path: binlog FILES -> binlake CDC record batches.
 
-Opt-in contestant (`binlake bench --tools binlake-arrow`) until binlake.spark.arrow settles.
-Counts row changes only (no truncate/ddl control records) so the harness can check them
-against the workload.  Prints one JSON line like `binlake decode --stats`.
+Opt-in contestant (`binlake bench --tools binlake-arrow`).  Counts row changes only (no
+truncate/ddl control records) so the harness can check them against the workload.  Prints
+one JSON line like `binlake decode --stats`.  With --jobs, files go to worker processes, as
+the Spark files source's tasks (a file each) run side by side on a local[N] session.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="+")
-    ap.add_argument("--tables", default=None)
-    ap.add_argument("--batch-size", type=int, default=10_000)
-    args = ap.parse_args(argv)
-
+def decode_file(path: str, tables_spec: str | None, batch_size: int) -> tuple[int, int]:
+    """(row changes, batches) of one file, read as the Spark files source reads it: the
+    filter in the decoder (the left-out tables' rows events passed over, but in an XA
+    group, where they are counted)."""
     from pathlib import Path
 
     from binlake.binlog.decoder import BinlogDecoder
@@ -27,19 +26,38 @@ def main(argv: list[str] | None = None) -> int:
     from binlake.files import read_events
     from binlake.spark.arrow import events_to_batches
 
-    t0 = time.perf_counter()
+    tables = table_filter(tables_spec)
     rows = batches = 0
-    tables = table_filter(args.tables)
-    # As the Spark files source reads: a file at a time, the filter in the decoder (the
-    # left-out tables' rows events passed over, but in an XA group, where they are counted).
-    for path in args.files:
-        dec = BinlogDecoder(file=Path(path).name, json_images=True, table_filter=tables)
-        for batch in events_to_batches(read_events(path, decoder=dec), batch_size=args.batch_size,
-                                       tables=tables, statements=False,
-                                       decoder=dec if tables is not None else None):
-            rows += batch.num_rows
-            batches += 1
-    sys.stdout.write(json.dumps({"rows": rows, "batches": batches,
+    dec = BinlogDecoder(file=Path(path).name, json_images=True, table_filter=tables)
+    for batch in events_to_batches(read_events(path, decoder=dec), batch_size=batch_size,
+                                   tables=tables, statements=False,
+                                   decoder=dec if tables is not None else None):
+        rows += batch.num_rows
+        batches += 1
+    return rows, batches
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--tables", default=None)
+    ap.add_argument("--batch-size", type=int, default=10_000)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (0: one per CPU)")
+    args = ap.parse_args(argv)
+    jobs = args.jobs or os.cpu_count() or 1
+
+    import binlake.spark.arrow  # noqa: F401  (imported once, before any fork)
+
+    t0 = time.perf_counter()
+    work = [(path, args.tables, args.batch_size) for path in args.files]
+    if jobs > 1 and len(work) > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(work))) as pool:
+            done = pool.starmap(decode_file, work, chunksize=1)
+    else:
+        done = [decode_file(*w) for w in work]
+    sys.stdout.write(json.dumps({"rows": sum(r for r, _ in done), "batches": sum(b for _, b in done),
                                  "seconds": round(time.perf_counter() - t0, 3)}) + "\n")
     return 0
 

@@ -1,12 +1,9 @@
 """The `binlake` command line."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
 import click
 
 from . import __version__
@@ -55,11 +52,6 @@ def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
     return load_key_file(Path(key_file).read_text())
 
 
-def _write_jsonl(out: Any, obj: dict[str, Any]) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
-    out.write("\n")
-
-
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--output", "-o", type=click.Choice(["jsonl", "text", "null"]), default="jsonl",
@@ -89,10 +81,14 @@ def _write_jsonl(out: Any, obj: dict[str, Any]) -> None:
 @click.option("--stats", is_flag=True,
               help='Print a final JSON line {"rows", "events", "bytes", "seconds"}: on stdout '
                    "with --output null, else on stderr.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Decode this many files at a time, in worker processes (0: one per CPU). "
+                   "The output is the same, in the same order. Not with --schema-history, "
+                   "whose DDL is replayed in order.")
 def decode(files: tuple[str, ...], output: str, what: str, start_position: int | None,
            stop_position: int | None, gtids: str | None, tables: str | None,
            key_file: str | None, allow_unknown_events: bool, no_verify_checksums: bool,
-           schema_history: str | None, stats: bool) -> None:
+           schema_history: str | None, stats: bool, jobs: int) -> None:
     """Decode binlog FILES and print their row changes (or events).
 
     \b
@@ -103,123 +99,34 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --output null --stats big-binlog.000007
       binlake decode --schema-history warehouse/_binlake/schema_history.json mariadb-bin.0000*
     """
-    from .binlog.decoder import BinlogDecoder
-    from .changes import ChangeTracker, left_out_rows_needed, table_filter
-    from .files import read_events
-    from .gtid_filter import GtidFilter
+    import os
+
+    from .decode_command import DecodeSpec, decode_in_order, decode_in_parallel, write_jsonl
 
     t0 = time.perf_counter()
-    keys = _load_keys(key_file)
-    tfilter = table_filter(tables)
-    gfilter = GtidFilter.parse(gtids) if gtids else None
+    if jobs == 0:
+        jobs = os.cpu_count() or 1
+    if jobs > 1 and schema_history is not None:
+        raise click.UsageError("--schema-history replays the files' DDL in order: use --jobs 1")
     out = sys.stdout
-    n_rows = n_events = n_bytes = 0
     try:
-        resolver = None
-        if schema_history is not None:
-            from .schema.tracker import SchemaTracker
-
-            # The history replays the files' DDL at its positions (idempotently: what it
-            # already recorded is looked up, not applied twice).
-            resolver = SchemaTracker.load(schema_history)
-        decoder_options = dict(keys=keys, allow_unknown=allow_unknown_events,
-                               verify_checksums=not no_verify_checksums, table_filter=tfilter,
-                               table_resolver=resolver)
-        tracker = ChangeTracker(tfilter, reread=lambda rng, _at: _reread_prepared(
-            files, rng, tfilter, **decoder_options))
-        # The left-out tables' rows events need not be handed over at all, but for the
-        # positions, the GTID filter, the schema history and --events (which see every
-        # event), and while an XA transaction is open (its rows are numbered, kept or not).
-        skip = (tfilter is not None and resolver is None and gfilter is None and what != "events"
-                and start_position is None and stop_position is None)
-        for fi, path in enumerate(files):
-            n_bytes += Path(path).stat().st_size
-            first, last = fi == 0, fi == len(files) - 1
-            dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **decoder_options)
-            for ev in read_events(path, decoder=dec):
-                n_events += 1
-                if resolver is not None:
-                    resolver.observe(ev)
-                if last and stop_position is not None and ev.offset >= stop_position:
-                    break
-                if first and start_position is not None and ev.offset < start_position and ev.type_code != 15:
-                    tracker.observe(ev, keep=False)
-                    continue
-                if gfilter is not None and not gfilter.accept(ev):
-                    # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
-                    tracker.observe(ev, keep=False)
-                    continue
-                records = tracker.records(ev)
-                n_rows += len(records)
-                if tfilter is not None:
-                    left_out_rows_needed(dec, tracker, pass_over=skip)
-                if output == "null":
-                    records = ev = None  # a 16 MiB row is not kept while the next is decoded
-                    continue
-                if what == "events":
-                    _print_event(out, ev, output)
-                else:
-                    for rec in records:
-                        if output == "jsonl":
-                            _write_jsonl(out, rec.to_json_dict())
-                        else:
-                            out.write(_record_text(rec) + "\n")
-            n_events += dec.events_skipped
+        spec = DecodeSpec(files=files, output=output, what=what, start_position=start_position,
+                          stop_position=stop_position, gtids=gtids, tables=tables,
+                          keys=_load_keys(key_file), allow_unknown=allow_unknown_events,
+                          verify_checksums=not no_verify_checksums,
+                          schema_history=schema_history)
+        if jobs > 1 and len(files) > 1:
+            counts = decode_in_parallel(spec, min(jobs, len(files)), out)
+        else:
+            counts = decode_in_order(spec, out)
     except BinlakeError as exc:
         raise _fail(exc) from None
     except BrokenPipeError:
         return
     if stats:
-        line = {"rows": n_rows, "events": n_events, "bytes": n_bytes,
+        line = {"rows": counts.rows, "events": counts.events, "bytes": counts.bytes,
                 "seconds": round(time.perf_counter() - t0, 3)}
-        _write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
-
-
-def _reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> tuple[list[Any], int]:
-    """An XA COMMIT whose PREPARE was not decoded here (before --start-position, or left out
-    by --gtid): its records from the PREPARE's range, in the given files or beside them."""
-    from .changes import prepared_records
-    from .errors import ConfigError
-    from .files import read_range
-
-    given = [Path(f) for f in files]
-    path = next((p for p in given if p.name == rng.file), None)
-    if path is None and given and (given[0].parent / rng.file).is_file():
-        path = given[0].parent / rng.file
-    if path is None:
-        raise ConfigError(f"XA transaction {rng}: that binlog file is neither given nor beside "
-                          f"{given[0] if given else 'the input'}", hint="add it to FILES")
-    return prepared_records(read_range(path, rng.start, rng.end,
-                                       **{**decoder_options, "count_filtered": True}), rng, tables)
-
-
-def _print_event(out: Any, ev: Any, output: str) -> None:
-    from .changes import json_value
-
-    if output == "jsonl":
-        obj = {"type": ev.type_name, "file": ev.file, "pos": ev.offset, "end_pos": ev.end,
-               "ts": ev.timestamp, "server_id": ev.header.server_id}
-        if ev.inner_index is not None:
-            obj["inner"] = ev.inner_index
-        obj.update(json_value(ev.summary()))
-        _write_jsonl(out, obj)
-    else:
-        detail = " ".join(f"{k}={json.dumps(json_value(v), ensure_ascii=False)}"
-                          for k, v in ev.summary().items())
-        out.write(f"# at {ev.offset} end {ev.end} {ev.type_name} server_id={ev.header.server_id} "
-                  f"ts={ev.timestamp} {detail}\n")
-
-
-def _record_text(rec: Any) -> str:
-    d = rec.to_json_dict()
-    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
-             + (f" gtid {rec.gtid}" if rec.gtid else "")]
-    for part in ("before", "after"):
-        if part in d:
-            lines.append(f"###   {part}:")
-            for k, v in d[part].items():
-                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
-    return "\n".join(lines)
+        write_jsonl(sys.stdout if output == "null" else sys.stderr, line)
 
 
 _LAZY_COMMANDS = {

@@ -17,9 +17,9 @@ def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) 
     expected = doc["workload"]["counts"]
     assert expected["total"] == 1200
     by_label = {m["tool"]: m for m in doc["measurements"]}
-    assert set(by_label) >= {"binlake-decode", "binlake-stream", "pmr-stream", "mariadb-binlog-vv",
-                             "raw-transfer"}
-    for label in ("binlake-decode", "binlake-stream", "pmr-stream"):
+    assert set(by_label) >= {"binlake-decode", "binlake-decode-jobs", "binlake-stream",
+                             "pmr-stream", "mariadb-binlog-vv", "raw-transfer"}
+    for label in ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream"):
         assert by_label[label]["rows"] == 1200, label
         for t in TABLES:
             assert by_label[f"{label}[{t}]"]["rows"] == expected["tables"][t]["total"], (label, t)

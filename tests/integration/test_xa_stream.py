@@ -279,3 +279,44 @@ def test_a_filtered_decode_numbers_xa_rows_as_an_unfiltered_one(mariadb) -> None
     rows = [r for b in events_to_batches(read_events(last, decoder=dec), tables=keep, decoder=dec)
             for r in b.to_pylist() if (r["file"], r["pos"]) >= start]
     assert [(r["op"], r["row"]) for r in rows] == [("insert", 3), ("insert", 4), ("insert", 6)]
+
+
+def test_decode_jobs_find_a_prepare_in_an_earlier_file(mariadb) -> None:
+    """`decode --jobs`: the worker that meets an XA COMMIT finds its PREPARE two files back
+    (another worker's file) and re-reads it; the output is an in-order run's, byte for byte.
+    A PREPARE before the first file given fails alike in both."""
+    mariadb.sql("DROP TABLE IF EXISTS xa_jobs", "DROP TABLE IF EXISTS xa_jobs_other",
+                "CREATE TABLE xa_jobs (id INT PRIMARY KEY, v VARCHAR(20))",
+                "CREATE TABLE xa_jobs_other (id INT PRIMARY KEY, v VARCHAR(20))")
+    conn = mariadb.connect()
+    try:
+        mariadb.sql("FLUSH BINARY LOGS")
+        start = mariadb.binlog_end()
+        prepare(conn, "xa-jobs", "INSERT INTO xa_jobs_other VALUES (1, 'o')",
+                "INSERT INTO xa_jobs VALUES (1, 'a'), (2, 'b')")
+        mariadb.sql("INSERT INTO xa_jobs VALUES (3, 'c')", "FLUSH BINARY LOGS",
+                    "INSERT INTO xa_jobs VALUES (4, 'd')", "FLUSH BINARY LOGS")
+        conn.cursor().execute("XA COMMIT 'xa-jobs'")
+        mariadb.sql("INSERT INTO xa_jobs VALUES (5, 'e')")
+    finally:
+        conn.close()
+    files = sorted(str(p) for p in Path(mariadb.binlog_dir).glob("mariadb-bin.[0-9]*"))
+    files = files[[Path(f).name for f in files].index(start[0]):]
+    assert len(files) == 3
+
+    def decode(*args: str):
+        return CliRunner().invoke(main, ["decode", *args], catch_exceptions=False)
+
+    for extra in ((), ("--tables", f"{SCHEMA}.xa_jobs")):
+        want = decode(*extra, *files)
+        got = decode("--jobs", "3", *extra, *files)
+        assert want.exit_code == got.exit_code == 0 and got.stdout == want.stdout
+        recs = [json.loads(line) for line in got.stdout.splitlines()]
+        mine = [r for r in recs if r["table"] == "xa_jobs"]
+        assert [r["after"]["id"] for r in mine] == [3, 4, 1, 2, 5]  # 1, 2 at the COMMIT
+        assert {r["position"]["file"] for r in mine[2:4]} == {Path(files[2]).name}
+        assert [r["position"]["row"] for r in mine[2:4]] == [1, 2]  # after xa_jobs_other's
+    want = CliRunner().invoke(main, ["decode", *files[1:]])
+    got = CliRunner().invoke(main, ["decode", "--jobs", "2", *files[1:]])
+    assert want.exit_code == got.exit_code == 2 and "XA COMMIT" in got.stderr
+    assert (got.stdout, got.stderr) == (want.stdout, want.stderr)

@@ -118,3 +118,45 @@ def test_help_reads_well() -> None:
     for word in ("--start-position", "--gtid", "--tables", "--key-file", "--output", "--stats"):
         assert word in res.output
 
+
+
+def test_jobs_print_the_same_bytes_in_the_same_order(corpus_dir: Path) -> None:
+    """--jobs decodes files in worker processes; every option's output (and a failure's
+    partial output, message and exit code) must be an in-order run's."""
+    names = [FULL, f"{GEN}/mariadb-10.11.19-gtid-domains-xa.000001",
+             f"{GEN}/mariadb-10.11.19-row-minimal-metaminimal-crc32.000001",
+             f"{GEN}/mariadb-10.11.19-row-compressed-crc32.000001",
+             f"{GEN}/mariadb-10.11.19-statement-mixed.000001"]
+    files = [str(corpus_dir / n) for n in names]
+    cut = [json.loads(x) for x in run("decode", files[0]).output.splitlines()][5]["position"]["pos"]
+    for extra in ((), ("--events", "--output", "text"), ("--tables", "corpus.t_enum,corpus.t_int"),
+                  ("--gtid", "0-1-17"), ("--start-position", str(cut), "--stop-position", "1500"),
+                  ("--output", "text", "--tables", "corpus.none")):
+        want = run("decode", *extra, *files)
+        assert want.exit_code == 0 and (want.output != "") == ("corpus.none" not in extra)
+        for jobs in ("2", "0"):
+            got = run("decode", "--jobs", jobs, *extra, *files)
+            assert (got.exit_code, got.output) == (0, want.output), (extra, jobs)
+    stats = [json.loads(run("decode", "-o", "null", "--stats", "-j", j, *files).output)
+             for j in ("1", "3")]
+    assert stats[0].pop("seconds") >= 0 and stats[1].pop("seconds") >= 0
+    assert stats[0] == stats[1] and stats[0]["rows"] > 0
+    broken = [*files[:2], str(corpus_dir / "rust_mysql_common/corrupt-relay-bin.000624"), files[2]]
+    want = CliRunner().invoke(main, ["decode", *broken])
+    got = CliRunner().invoke(main, ["decode", "--jobs", "2", *broken])
+    assert want.exit_code == got.exit_code == 2
+    assert "offset 91204" in want.stderr and got.stderr == want.stderr
+    assert got.stdout == want.stdout
+    assert got.stdout.count("corrupt-relay-bin") > 10  # its rows before the bad event
+    assert Path(files[2]).name not in got.stdout  # and nothing after it
+    # a file from a server without GTIDs: no GTID of the file before stamped on its records
+    assert {json.loads(line)["gtid"] for line in got.stdout.splitlines()
+            if "corrupt-relay-bin" in line} == {None}
+
+
+def test_jobs_refuse_a_schema_history(tmp_path: Path, corpus_dir: Path) -> None:
+    history = tmp_path / "h.json"
+    history.write_text("{}")
+    res = CliRunner().invoke(main, ["decode", "--jobs", "2", "--schema-history", str(history),
+                                    str(corpus_dir / FULL)])
+    assert res.exit_code == 2 and "--jobs 1" in res.output

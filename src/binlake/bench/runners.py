@@ -258,6 +258,20 @@ class BinlakeDecode(Runner):
         return cmd + [str(p) for p in ctx.files]
 
 
+class BinlakeDecodeJobs(BinlakeDecode):
+    """binlake decode --jobs 0: the files decoded a file per CPU at a time, output in order.
+
+    Its CPU seconds are all workers'; its peak RSS is the largest process's (each worker
+    holds about that much)."""
+
+    name = "binlake-decode-jobs"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = super().command(ctx)
+        at = cmd.index("decode") + 1
+        return [*cmd[:at], "--jobs", "0", *cmd[at:]]
+
+
 class BinlakeStream(Runner):
     """binlake stream URL --start FIRST:4 --until-end --output null --stats."""
 
@@ -353,15 +367,24 @@ class BinlakeArrow(Runner):
     """
 
     name = "binlake-arrow"
+    options: tuple[str, ...] = ()
 
     def command(self, ctx: BenchContext) -> list[str]:
         script = BENCH_SCRIPTS / "arrow_decode.py"
         if not script.is_file():
             raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
-        cmd = [*_python(), str(script)]
+        cmd = [*_python(), str(script), *self.options]
         if self.table:
             cmd += ["--tables", self.qualified_table or ""]
         return cmd + [str(p) for p in ctx.files]
+
+
+class BinlakeArrowJobs(BinlakeArrow):
+    """The Arrow path a file per CPU at a time, as the Spark files source's tasks run on a
+    local[*] session (benchmarks/arrow_decode.py --jobs 0)."""
+
+    name = "binlake-arrow-jobs"
+    options = ("--jobs", "0")
 
 
 def _mariadb_binlog() -> str:
@@ -372,12 +395,13 @@ def _mariadb_binlog() -> str:
 
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
-    r.name: r for r in (BinlakeDecode, BinlakeStream, PmrStream, MariadbBinlogVV, RawTransfer,
-                        BinlakeArrow)
+    r.name: r for r in (BinlakeDecode, BinlakeDecodeJobs, BinlakeStream, PmrStream,
+                        MariadbBinlogVV, RawTransfer, BinlakeArrow, BinlakeArrowJobs)
 }
-DEFAULT_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream", "mariadb-binlog-vv",
-                 "raw-transfer")
-PER_TABLE_TOOLS = ("binlake-decode", "binlake-stream", "pmr-stream", "binlake-arrow")
+DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream",
+                 "mariadb-binlog-vv", "raw-transfer")
+PER_TABLE_TOOLS = ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream",
+                   "binlake-arrow", "binlake-arrow-jobs")
 
 
 def count_mariadb_binlog_rows(ctx: BenchContext) -> dict[str, dict[str, int]]:

@@ -176,9 +176,9 @@ def _parse_gtid(text: str) -> Position:
 
 
 def _record_text(rec: Any) -> str:
-    from ..cli import _record_text as fmt
+    from ..decode_command import record_text
 
-    return fmt(rec)
+    return record_text(rec)
 
 
 def _fail(exc: BinlakeError) -> click.ClickException:

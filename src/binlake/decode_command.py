@@ -1,0 +1,309 @@
+"""The engine of `binlake decode`: one binlog file's events to records and printed lines, run
+over the files in order, or several files at a time in worker processes with the output
+still in order.
+
+Why worker processes: decoding is CPU-bound and holds the GIL. A binlog file decodes on its
+own (it starts with its own format description; a transaction never spans a rotation), but
+for an XA transaction prepared in one file and committed in a later one: the worker that
+meets the XA COMMIT finds the PREPARE in the earlier files and re-reads it, as the Spark
+files source does. Each worker writes its file's lines to a spool file; the parent copies
+the spools out in file order, so the output is the same bytes as an in-order run's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from .errors import BinlakeError
+
+FORMAT_DESCRIPTION = 15
+
+
+class DecodeFailed(BinlakeError):
+    """A worker's decode failed; the message is its error's, word for word."""
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """What to decode and how to print it. Plain values only: a worker process gets a copy
+    and builds its own filters and decoder from it."""
+
+    files: tuple[str, ...]
+    output: str = "jsonl"
+    """jsonl, text or null."""
+    what: str = "changes"
+    """changes or events."""
+    start_position: int | None = None
+    stop_position: int | None = None
+    gtids: str | None = None
+    tables: str | None = None
+    keys: dict[int, bytes] | None = None
+    allow_unknown: bool = False
+    verify_checksums: bool = True
+    schema_history: str | None = None
+
+    def passes_over(self) -> bool:
+        """May left-out tables' rows events be passed over unread? Not for the positions,
+        the GTID filter, the schema history and --events, which see every event (and inside
+        an open XA transaction, whose rows are numbered kept or not: see
+        changes.left_out_rows_needed)."""
+        return (bool(self.tables) and self.schema_history is None and self.gtids is None
+                and self.what != "events" and self.start_position is None
+                and self.stop_position is None)
+
+
+@dataclass
+class Counts:
+    """What --stats reports: row changes, events and bytes read."""
+
+    rows: int = 0
+    events: int = 0
+    bytes: int = 0
+
+    def add(self, other: "Counts") -> None:
+        self.rows += other.rows
+        self.events += other.events
+        self.bytes += other.bytes
+
+
+class _FileDecoder:
+    """The filters, history and decoder options of one process, and the per-file loop."""
+
+    def __init__(self, spec: DecodeSpec) -> None:
+        from .changes import table_filter
+        from .gtid_filter import GtidFilter
+
+        self.spec = spec
+        self.tables = table_filter(spec.tables)
+        self.gtid_filter = GtidFilter.parse(spec.gtids) if spec.gtids else None
+        self.resolver = None
+        if spec.schema_history is not None:
+            from .schema.tracker import SchemaTracker
+
+            # The history replays the files' DDL at its positions (idempotently: what it
+            # already recorded is looked up, not applied twice).
+            self.resolver = SchemaTracker.load(spec.schema_history)
+        self.options: dict[str, Any] = dict(
+            keys=spec.keys, allow_unknown=spec.allow_unknown,
+            verify_checksums=spec.verify_checksums, table_filter=self.tables,
+            table_resolver=self.resolver)
+
+    def tracker(self, locate: Callable[..., Any] | None = None) -> Any:
+        from .changes import ChangeTracker
+
+        return ChangeTracker(self.tables, locate=locate, reread=lambda rng, _at: reread_prepared(
+            self.spec.files, rng, self.tables, **self.options))
+
+    def decode(self, index: int, tracker: Any, out: TextIO, counts: Counts) -> None:
+        """Decode files[index] into `out`, adding to `counts`; a BinlakeError names the file
+        and offset. Lines already written stay written (as on a terminal)."""
+        from .binlog.decoder import BinlogDecoder
+        from .changes import left_out_rows_needed
+        from .files import read_events
+
+        spec, resolver, gfilter = self.spec, self.resolver, self.gtid_filter
+        path = spec.files[index]
+        counts.bytes += Path(path).stat().st_size
+        first, last = index == 0, index == len(spec.files) - 1
+        skip = spec.passes_over()
+        start, stop = spec.start_position, spec.stop_position
+        # A file starts outside any transaction: its records carry no GTID of the file
+        # before (an old server's file after a newer one's had the last GTID stamped on).
+        tracker.gtid = None
+        if gfilter is not None:
+            gfilter.current = None
+        dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
+        for ev in read_events(path, decoder=dec):
+            counts.events += 1
+            if resolver is not None:
+                resolver.observe(ev)
+            if last and stop is not None and ev.offset >= stop:
+                break
+            if first and start is not None and ev.offset < start and ev.type_code != FORMAT_DESCRIPTION:
+                tracker.observe(ev, keep=False)
+                continue
+            if gfilter is not None and not gfilter.accept(ev):
+                # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
+                tracker.observe(ev, keep=False)
+                continue
+            records = tracker.records(ev)
+            counts.rows += len(records)
+            if self.tables is not None:
+                left_out_rows_needed(dec, tracker, pass_over=skip)
+            if spec.output == "null":
+                records = ev = None  # a 16 MiB row is not kept while the next is decoded
+                continue
+            if spec.what == "events":
+                print_event(out, ev, spec.output)
+            else:
+                for rec in records:
+                    if spec.output == "jsonl":
+                        write_jsonl(out, rec.to_json_dict())
+                    else:
+                        out.write(record_text(rec) + "\n")
+        counts.events += dec.events_skipped
+
+
+def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
+    """Every file in this process, one tracker carrying XA transactions across files."""
+    files = _FileDecoder(spec)
+    tracker = files.tracker()
+    counts = Counts()
+    for index in range(len(spec.files)):
+        files.decode(index, tracker, out, counts)
+    return counts
+
+
+@dataclass
+class _Part:
+    """One worker's file: its counts, its spooled lines, and its error if it failed."""
+
+    index: int
+    counts: Counts
+    spool: str | None
+    error: str | None = None
+
+
+def _decode_part(spec: DecodeSpec, index: int, spool_dir: str, encoding: str,
+                 errors: str) -> _Part:
+    """In a worker: files[index] alone, into a spool file in the parent's encoding."""
+    from .files import locate_prepared
+
+    files = _FileDecoder(spec)
+    earlier = spec.files[:index]
+    locate_options = dict(keys=spec.keys, allow_unknown=spec.allow_unknown,
+                          verify_checksums=spec.verify_checksums)
+    # An XA COMMIT whose PREPARE was in an earlier file: the in-order run's tracker would
+    # have seen that PREPARE; this one finds it there.
+    tracker = files.tracker(locate=lambda xid, _before: locate_prepared(
+        earlier, xid, **locate_options))
+    counts = Counts()
+    spool = None
+    if spec.output == "null":
+        out: TextIO = open(os.devnull, "w")
+    else:
+        spool = os.path.join(spool_dir, f"{index}.out")
+        out = open(spool, "w", encoding=encoding, errors=errors, newline="")
+    try:
+        with out:
+            files.decode(index, tracker, out, counts)
+    except BinlakeError as exc:
+        return _Part(index, counts, spool, str(exc))
+    return _Part(index, counts, spool)
+
+
+def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO) -> Counts:
+    """`jobs` worker processes, a file each at a time; their output copied out in file
+    order as each file before it is done. A failed file's lines up to its error go out,
+    then its error, and nothing after it: as in order."""
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    if spec.schema_history is not None:
+        raise ValueError("a schema history is replayed in order: decode with one job")
+    methods = multiprocessing.get_all_start_methods()
+    # fork: the workers start with binlake already imported (a spawn costs ~0.2 s each)
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    errors = getattr(out, "errors", None) or "strict"
+    total = Counts()
+    with tempfile.TemporaryDirectory(prefix="binlake-decode-") as spool_dir:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+        try:
+            queued: deque[Future[_Part]] = deque()
+            ahead = iter(range(len(spec.files)))
+
+            def submit() -> None:
+                index = next(ahead, None)
+                if index is not None:
+                    queued.append(pool.submit(_decode_part, spec, index, spool_dir, encoding,
+                                              errors))
+
+            # Two files per worker in flight: none waits while the head's lines are copied,
+            # and the spool holds at most that many files' output.
+            for _ in range(2 * jobs):
+                submit()
+            while queued:
+                part = queued.popleft().result()
+                submit()
+                if part.spool is not None:
+                    _copy_out(part.spool, out)
+                total.add(part.counts)
+                if part.error is not None:
+                    raise DecodeFailed(part.error)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return total
+
+
+def _copy_out(spool: str, out: TextIO) -> None:
+    raw = getattr(out, "buffer", None)
+    with open(spool, "rb") as fh:
+        if raw is not None:
+            out.flush()
+            shutil.copyfileobj(fh, raw, 1 << 20)
+            raw.flush()
+        else:
+            out.write(fh.read().decode(getattr(out, "encoding", None) or "utf-8"))
+    os.unlink(spool)
+
+
+# -- printing ---------------------------------------------------------------------------------
+
+def write_jsonl(out: Any, obj: dict[str, Any]) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+    out.write("\n")
+
+
+def print_event(out: Any, ev: Any, output: str) -> None:
+    from .changes import json_value
+
+    if output == "jsonl":
+        obj = {"type": ev.type_name, "file": ev.file, "pos": ev.offset, "end_pos": ev.end,
+               "ts": ev.timestamp, "server_id": ev.header.server_id}
+        if ev.inner_index is not None:
+            obj["inner"] = ev.inner_index
+        obj.update(json_value(ev.summary()))
+        write_jsonl(out, obj)
+    else:
+        detail = " ".join(f"{k}={json.dumps(json_value(v), ensure_ascii=False)}"
+                          for k, v in ev.summary().items())
+        out.write(f"# at {ev.offset} end {ev.end} {ev.type_name} server_id={ev.header.server_id} "
+                  f"ts={ev.timestamp} {detail}\n")
+
+
+def record_text(rec: Any) -> str:
+    d = rec.to_json_dict()
+    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
+             + (f" gtid {rec.gtid}" if rec.gtid else "")]
+    for part in ("before", "after"):
+        if part in d:
+            lines.append(f"###   {part}:")
+            for k, v in d[part].items():
+                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> tuple[list[Any], int]:
+    """An XA COMMIT whose PREPARE was not decoded here (before --start-position, left out
+    by --gtid, or in another worker's file): its records from the PREPARE's range, in the
+    given files or beside them."""
+    from .changes import prepared_records
+    from .errors import ConfigError
+    from .files import read_range
+
+    given = [Path(f) for f in files]
+    path = next((p for p in given if p.name == rng.file), None)
+    if path is None and given and (given[0].parent / rng.file).is_file():
+        path = given[0].parent / rng.file
+    if path is None:
+        raise ConfigError(f"XA transaction {rng}: that binlog file is neither given nor beside "
+                          f"{given[0] if given else 'the input'}", hint="add it to FILES")
+    return prepared_records(read_range(path, rng.start, rng.end,
+                                       **{**decoder_options, "count_filtered": True}), rng, tables)
