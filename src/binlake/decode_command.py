@@ -100,16 +100,21 @@ class _FileDecoder:
         return ChangeTracker(self.tables, locate=locate, reread=lambda rng, _at: reread_prepared(
             self.spec.files, rng, self.tables, **self.options))
 
-    def decode(self, index: int, tracker: Any, out: TextIO, counts: Counts) -> None:
+    def decode(self, index: int, tracker: Any, out: TextIO, counts: Counts, *,
+               begin: int | None = None, until: int | None = None) -> int | None:
         """Decode files[index] into `out`, adding to `counts`; a BinlakeError names the file
-        and offset. Lines already written stay written (as on a terminal)."""
+        and offset. Lines already written stay written (as on a terminal).
+
+        A part of the file: from `begin` (an event group's start), and up to the first event
+        group starting at or after `until`, whose offset is returned (None: the file's end)."""
         from .binlog.decoder import BinlogDecoder
         from .changes import left_out_rows_needed
-        from .files import read_events
+        from .files import GROUP_STARTS, read_events
 
         spec, resolver, gfilter = self.spec, self.resolver, self.gtid_filter
         path = spec.files[index]
-        counts.bytes += Path(path).stat().st_size
+        if begin is None:
+            counts.bytes += Path(path).stat().st_size
         first, last = index == 0, index == len(spec.files) - 1
         skip = spec.passes_over()
         start, stop = spec.start_position, spec.stop_position
@@ -119,7 +124,12 @@ class _FileDecoder:
         if gfilter is not None:
             gfilter.current = None
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
-        for ev in read_events(path, decoder=dec):
+        reached = None
+        for ev in read_events(path, decoder=dec, start=begin):
+            if (until is not None and ev.offset >= until and ev.type_code in GROUP_STARTS
+                    and ev.inner_index is None):
+                reached = ev.offset
+                break
             counts.events += 1
             if resolver is not None:
                 resolver.observe(ev)
@@ -148,6 +158,7 @@ class _FileDecoder:
                     else:
                         out.write(record_text(rec) + "\n")
         counts.events += dec.events_skipped
+        return reached
 
 
 def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
@@ -160,48 +171,98 @@ def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
     return counts
 
 
-@dataclass
-class _Part:
-    """One worker's file: its counts, its spooled lines, and its error if it failed."""
+@dataclass(frozen=True)
+class Piece:
+    """Part `part` of `parts` of files[index]: the event groups that start in its share of
+    the bytes (the first part from the file's start, the last to its end)."""
 
     index: int
+    part: int = 0
+    parts: int = 1
+
+
+@dataclass
+class _Part:
+    """A worker's piece: its counts, its spooled lines, where it began and stopped (event
+    offsets; None: the file's start, its end, or nothing found to begin at) and its error."""
+
+    piece: Piece
     counts: Counts
     spool: str | None
+    began: int | None = None
+    reached: int | None = None
     error: str | None = None
 
 
-def _decode_part(spec: DecodeSpec, index: int, spool_dir: str, encoding: str,
-                 errors: str) -> _Part:
-    """In a worker: files[index] alone, into a spool file in the parent's encoding."""
-    from .files import locate_prepared
+def plan_pieces(spec: DecodeSpec, jobs: int, piece_bytes: int | None = None) -> list[Piece]:
+    """Files cut in pieces of at most about `piece_bytes` (default: a fourth of a job's
+    share of the total, at least 32 MiB), so that a few big files keep every job busy.
+    Not cut: with positions (they are about whole files), and files whose event groups
+    cannot be found in place (files.cuttable)."""
+    from .files import cuttable
 
+    sizes = [Path(f).stat().st_size for f in spec.files]
+    if piece_bytes is None:
+        piece_bytes = max(32 << 20, sum(sizes) // (4 * jobs))
+    cut = jobs > 1 and spec.start_position is None and spec.stop_position is None
+    out = []
+    for index, size in enumerate(sizes):
+        parts = max(1, -(-size // piece_bytes)) if cut else 1
+        if parts > 1 and not cuttable(spec.files[index]):
+            parts = 1
+        out += [Piece(index, part, parts) for part in range(parts)]
+    return out
+
+
+def _decode_piece(spec: DecodeSpec, piece: Piece, spool_dir: str, encoding: str,
+                  errors: str) -> _Part:
+    """In a worker: one piece of a file, into a spool file in the parent's encoding."""
+    from .files import find_group_start, locate_prepared
+
+    path = spec.files[piece.index]
+    size = Path(path).stat().st_size
+    counts = Counts()
+    begin = until = None
+    if piece.part > 0:
+        begin = find_group_start(path, size * piece.part // piece.parts)
+        if begin is None:
+            return _Part(piece, counts, None)
+    if piece.part < piece.parts - 1:
+        until = size * (piece.part + 1) // piece.parts
     files = _FileDecoder(spec)
-    earlier = spec.files[:index]
+    earlier = spec.files[:piece.index]
     locate_options = dict(keys=spec.keys, allow_unknown=spec.allow_unknown,
                           verify_checksums=spec.verify_checksums)
-    # An XA COMMIT whose PREPARE was in an earlier file: the in-order run's tracker would
-    # have seen that PREPARE; this one finds it there.
+    # An XA COMMIT whose PREPARE was in an earlier file (or piece): the in-order run's
+    # tracker would have seen that PREPARE; this one finds it there.
     tracker = files.tracker(locate=lambda xid, _before: locate_prepared(
-        earlier, xid, **locate_options))
-    counts = Counts()
+        earlier, xid, head=None if begin is None else (path, begin), **locate_options))
     spool = None
     if spec.output == "null":
         out: TextIO = open(os.devnull, "w")
     else:
-        spool = os.path.join(spool_dir, f"{index}.out")
+        spool = os.path.join(spool_dir, f"{piece.index}.{piece.part}.out")
         out = open(spool, "w", encoding=encoding, errors=errors, newline="")
     try:
         with out:
-            files.decode(index, tracker, out, counts)
+            reached = files.decode(piece.index, tracker, out, counts, begin=begin, until=until)
     except BinlakeError as exc:
-        return _Part(index, counts, spool, str(exc))
-    return _Part(index, counts, spool)
+        return _Part(piece, counts, spool, begin, None, str(exc))
+    return _Part(piece, counts, spool, begin, reached)
 
 
-def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO) -> Counts:
-    """`jobs` worker processes, a file each at a time; their output copied out in file
-    order as each file before it is done. A failed file's lines up to its error go out,
-    then its error, and nothing after it: as in order."""
+def _joined(parts: list[_Part]) -> bool:
+    """Do a file's pieces (so far) follow each other: each began where the one before
+    stopped (both found the same event group, or none)? The last one done may have failed."""
+    return all(a.error is None and a.reached == b.began for a, b in zip(parts, parts[1:]))
+
+
+def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
+                       piece_bytes: int | None = None) -> Counts:
+    """`jobs` worker processes, a piece of a file each at a time; their output copied out
+    in order as each piece before it is done. A failed piece's lines up to its error go
+    out, then its error, and nothing after it: as in order. A file whose pieces do not
+    join up (see files.find_group_start) is decoded again whole."""
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -217,29 +278,45 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO) -> Counts:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
         try:
             queued: deque[Future[_Part]] = deque()
-            ahead = iter(range(len(spec.files)))
+            ahead = iter(plan_pieces(spec, jobs, piece_bytes))
 
             def submit() -> None:
-                index = next(ahead, None)
-                if index is not None:
-                    queued.append(pool.submit(_decode_part, spec, index, spool_dir, encoding,
+                piece = next(ahead, None)
+                if piece is not None:
+                    queued.append(pool.submit(_decode_piece, spec, piece, spool_dir, encoding,
                                               errors))
 
-            # Two files per worker in flight: none waits while the head's lines are copied,
-            # and the spool holds at most that many files' output.
+            # Two pieces per worker in flight: none waits while the head's lines are
+            # copied, and the spool holds at most that many pieces' output.
             for _ in range(2 * jobs):
                 submit()
+            done: list[_Part] = []  # the head file's pieces
             while queued:
                 part = queued.popleft().result()
                 submit()
-                if part.spool is not None:
-                    _copy_out(part.spool, out)
-                total.add(part.counts)
-                if part.error is not None:
-                    raise DecodeFailed(part.error)
+                done.append(part)
+                if part.error is None and part.piece.part < part.piece.parts - 1:
+                    continue
+                if not _joined(done):
+                    for p in done:
+                        _drop(p.spool)
+                    done = [pool.submit(_decode_piece, spec, Piece(part.piece.index),
+                                        spool_dir, encoding, errors).result()]
+                for p in done:
+                    if p.spool is not None:
+                        _copy_out(p.spool, out)
+                    total.add(p.counts)
+                    if p.error is not None:
+                        raise DecodeFailed(p.error)
+                done = []
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return total
+
+
+def _drop(spool: str | None) -> None:
+    if spool is not None:
+        os.unlink(spool)
 
 
 def _copy_out(spool: str, out: TextIO) -> None:

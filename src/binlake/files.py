@@ -1,6 +1,8 @@
 """The file edge: read binlog files from disk through the one sans-IO decoder."""
 from __future__ import annotations
 
+import os
+import struct
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -12,8 +14,11 @@ CHUNK = 1 << 20
 
 
 def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
-                chunk_size: int = CHUNK, **decoder_options: Any) -> Iterator[Event]:
-    """Yield every event of one binlog file; errors name the file and byte offset."""
+                chunk_size: int = CHUNK, start: int | None = None,
+                **decoder_options: Any) -> Iterator[Event]:
+    """Yield every event of one binlog file (from `start`, an event boundary, when given:
+    the file's header events are decoded first, not yielded); errors name the file and
+    byte offset."""
     path = Path(path)
     dec = decoder or BinlogDecoder(file=path.name, **decoder_options)
     dec.file = path.name
@@ -23,6 +28,10 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
     turn = 0
     try:
         with path.open("rb", buffering=0) as fh:
+            if start is not None and start > 4:
+                _decode_header_events(fh, dec, path, start)
+                dec.resume_at(start)
+                fh.seek(start)
             while True:
                 buf = buffers[turn]
                 turn ^= 1
@@ -34,6 +43,110 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
         dec.close()
     except DecodeError as exc:
         raise exc.located(file=str(path)) if exc.file is None else exc
+
+
+def _decode_header_events(fh: Any, dec: BinlogDecoder, path: Path, before: int) -> None:
+    """The FORMAT_DESCRIPTION (and START_ENCRYPTION) at the head of the file, into `dec`."""
+    if fh.read(4) != b"\xfebin":
+        raise DecodeError("not a binlog file", file=str(path), offset=0)
+    pos = 4
+    while pos < before:
+        head = fh.read(19)
+        if len(head) < 19 or head[4] not in _HEADER_TYPES:
+            break
+        size = int.from_bytes(head[9:13], "little")
+        dec.decode_event(head + fh.read(size - 19), pos)
+        pos += size
+
+
+GROUP_STARTS = frozenset({33, 34, 42, 162})
+"""GTID, ANONYMOUS_GTID, GTID_TAGGED (MySQL) and MariaDB's GTID: the event that opens an
+event group (a transaction, or a DDL's group) in a binlog written with them."""
+
+
+_LEN_NEXT = struct.Struct("<II")
+_WINDOW = 1 << 16
+
+
+def find_group_start(path: str | Path, target: int) -> int | None:
+    """The offset of the first GTID event at or after `target`, found without walking the
+    file from its start: the first event header after `target` is the first place whose
+    next-event position is its own offset plus its length (as servers write binlog files),
+    then the events are followed by their lengths. None if there is none.
+
+    A guess, if a sure one: the reader of the part before decodes up to the first GTID event
+    at or after `target` and says where that was; `decode --jobs` takes the parts only if
+    the two agree, else decodes the file whole (a relay log's positions are the primary's,
+    an encrypted file's headers are not in the clear: those never agree)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = _event_at_or_after(fd, max(target, 4))
+        while pos is not None:
+            head = os.pread(fd, 19, pos)
+            if len(head) < 19:
+                return None
+            size, next_pos = _LEN_NEXT.unpack_from(head, 9)
+            if size < 19 or next_pos != pos + size:  # (not a header after all)
+                pos = _event_at_or_after(fd, pos + 1)
+            elif pos >= target and head[4] in GROUP_STARTS:
+                return pos
+            else:
+                pos = next_pos
+        return None
+    finally:
+        os.close(fd)
+
+
+def _event_at_or_after(fd: int, start: int) -> int | None:
+    """The first offset >= start that reads as an event header of under 64 KiB: its
+    next-position field (bytes 13..16) is its offset plus its length, so the field's two
+    high bytes are the offset's or one more; those two bytes are searched for (a C-speed
+    find) and each hit checked whole."""
+    base = start
+    while True:
+        data = os.pread(fd, _WINDOW + 19, base)
+        if len(data) < 19:
+            return None
+        hits = []
+        for high in range((base + 19) >> 16, ((base + _WINDOW + 19 + 0xFFFF) >> 16) + 1):
+            pattern = struct.pack("<H", high & 0xFFFF)
+            i = data.find(pattern, 15)
+            while i != -1:
+                at = i - 15
+                if at >= _WINDOW:
+                    break
+                if at + 19 <= len(data):
+                    size, next_pos = _LEN_NEXT.unpack_from(data, at + 9)
+                    if 19 <= size < 0x10000 and next_pos == base + at + size:
+                        hits.append(at)
+                        break  # (the first one for this pattern)
+                i = data.find(pattern, i + 1)
+        if hits:
+            return base + min(hits)
+        base += _WINDOW
+
+
+def cuttable(path: str | Path) -> bool:
+    """May find_group_start look for event groups in this file? Not when it is encrypted
+    (MariaDB's START_ENCRYPTION follows the FDE: the headers after it are not in the clear),
+    nor when its first events' next-event positions are not their own (a relay log holds
+    the primary's)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if os.pread(fd, 4, 0) != b"\xfebin":
+            return False
+        pos = 4
+        for _ in range(4):
+            head = os.pread(fd, 19, pos)
+            if len(head) < 19:
+                return True
+            size, next_pos = _LEN_NEXT.unpack_from(head, 9)
+            if head[4] == 164 or size < 19 or next_pos != pos + size:
+                return False
+            pos = next_pos
+        return True
+    finally:
+        os.close(fd)
 
 
 def read_files(paths: Iterable[str | Path], **decoder_options: Any) -> Iterator[Event]:
@@ -78,15 +191,22 @@ def read_range(path: str | Path, start: int, end: int, **decoder_options: Any) -
         raise exc.located(file=str(path)) if exc.file is None else exc
 
 
-def locate_prepared(paths: Iterable[str | Path], xid: str, **decoder_options: Any) -> Any:
+def locate_prepared(paths: Iterable[str | Path], xid: str, *,
+                    head: tuple[str | Path, int] | None = None, **decoder_options: Any) -> Any:
     """The PREPARE group of `xid` left pending at the end of one of `paths` (newest file
-    first), as a `PreparedRange`; None if none has it. For a reader of a later file that
-    meets the XA COMMIT. Rows are not decoded (only event headers and group boundaries)."""
+    first; first of all in `head`, a file's bytes before an offset), as a `PreparedRange`;
+    None if none has it. For a reader of a later file (or part of a file) that meets the
+    XA COMMIT. Rows are not decoded (only event headers and group boundaries)."""
     from .changes import ChangeTracker, no_table
 
-    for path in reversed([Path(p) for p in paths]):
+    walks: list[Iterable[Event]] = []
+    if head is not None:
+        walks.append(read_range(head[0], 4, head[1], table_filter=no_table, **decoder_options))
+    walks += [read_events(path, table_filter=no_table, **decoder_options)
+              for path in reversed([Path(p) for p in paths])]
+    for events in walks:  # (generators: a walk starts only when the one before missed)
         tracker = ChangeTracker()
-        for ev in read_events(path, table_filter=no_table, **decoder_options):
+        for ev in events:
             tracker.observe(ev, keep=False)
         for rng in tracker.xa.ranges():
             if rng.xid == xid:

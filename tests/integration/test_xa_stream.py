@@ -316,6 +316,27 @@ def test_decode_jobs_find_a_prepare_in_an_earlier_file(mariadb) -> None:
         assert [r["after"]["id"] for r in mine] == [3, 4, 1, 2, 5]  # 1, 2 at the COMMIT
         assert {r["position"]["file"] for r in mine[2:4]} == {Path(files[2]).name}
         assert [r["position"]["row"] for r in mine[2:4]] == [1, 2]  # after xa_jobs_other's
+    # files cut in pieces of 300 bytes: the PREPARE found in an earlier piece of a file too
+    import io
+
+    from binlake.decode_command import DecodeSpec, decode_in_order, decode_in_parallel
+
+    conn = mariadb.connect()
+    try:
+        prepare(conn, "xa-jobs-2", "INSERT INTO xa_jobs VALUES (6, 'f')")
+        mariadb.sql("INSERT INTO xa_jobs VALUES (7, 'g')", "INSERT INTO xa_jobs VALUES (8, 'h')")
+        conn.cursor().execute("XA COMMIT 'xa-jobs-2'")
+    finally:
+        conn.close()
+    for tables in (None, f"{SCHEMA}.xa_jobs"):
+        spec = DecodeSpec(files=tuple(files), tables=tables)
+        want, got = io.StringIO(), io.StringIO()
+        assert decode_in_parallel(spec, 2, got, piece_bytes=300) == decode_in_order(spec, want)
+        assert got.getvalue() == want.getvalue()
+        ids = [(r["after"]["id"], r["position"]["pos"]) for r in map(json.loads, got.getvalue().splitlines())
+               if r["table"] == "xa_jobs"]
+        assert [i for i, _ in ids] == [3, 4, 1, 2, 5, 7, 8, 6]
+        assert ids[-1][1] - ids[5][1] > 300  # the commit is pieces after its PREPARE
     want = CliRunner().invoke(main, ["decode", *files[1:]])
     got = CliRunner().invoke(main, ["decode", "--jobs", "2", *files[1:]])
     assert want.exit_code == got.exit_code == 2 and "XA COMMIT" in got.stderr

@@ -160,3 +160,83 @@ def test_jobs_refuse_a_schema_history(tmp_path: Path, corpus_dir: Path) -> None:
     res = CliRunner().invoke(main, ["decode", "--jobs", "2", "--schema-history", str(history),
                                     str(corpus_dir / FULL)])
     assert res.exit_code == 2 and "--jobs 1" in res.output
+
+
+PIECES = {  # file -> bytes per piece
+    FULL: 8192, f"{GEN}/mariadb-10.11.19-gtid-domains-xa.000001": 300,
+    f"{GEN}/mariadb-10.11.19-row-compressed-crc32.000001": 1024,
+    "docker-datadir-juanonsoftware/binlog.000017": 2048, "docker-datadir-9oormthon/binlog.000008": 2048,
+    "rust_mysql_common/binlog_transaction_with_GTID_TAG.000001": 150,
+    "binlog-connector-java/mysql-bin.compressed": 100, "rust_mysql_common/transaction_compression.000001": 150,
+    "rust_mysql_common/bug33029-slave-relay-bin.000001": 300,  # a relay log: not cut
+    "relay": 8192,  # FULL with a relay log's next-event positions (the primary's) past its head
+    "datadir-mysql51-CyberusNetwork/mysql-bin.000001": 1024,  # no GTID events to cut at
+    f"{GEN}/mariadb-10.11.19-encrypted-row-full-crc32.000001": 8192}  # not cut
+
+
+def test_files_cut_in_pieces_decode_as_whole_files(corpus_dir: Path, tmp_path: Path) -> None:
+    """Pieces a few hundred bytes to KiB long (find_group_start guessing each piece's first
+    event group, the piece before stopping at it): MariaDB and MySQL GTIDs, tagged GTIDs,
+    compressed payloads, an XA group, a file with no GTIDs, a relay log and an encrypted
+    file (not cut), and one with a relay log's positions past its head (its pieces never
+    join: it is decoded again whole). The output is the in-order run's."""
+    import io
+
+    from binlake.decode_command import (DecodeSpec, _decode_piece, _joined, decode_in_order,
+                                        decode_in_parallel, plan_pieces)
+    from binlake.files import find_group_start
+
+    keys = _keys(corpus_dir)
+    relay = tmp_path / "relay-bin.000001"
+    relay.write_bytes(_shift_next_positions((corpus_dir / FULL).read_bytes(), 1000))
+    for name, piece_bytes in PIECES.items():
+        files = (str(relay if name == "relay" else corpus_dir / name),)
+        plan = plan_pieces(DecodeSpec(files=files), 2, piece_bytes=piece_bytes)
+        uncut = "encrypted" in name or "slave-relay" in name  # (files.cuttable)
+        assert (plan[0].parts > 2) == (not uncut), name
+        # each piece began at the event group the one before stopped at (but in the relay
+        # log, whose pieces are decoded again whole)
+        pieces = [_decode_piece(DecodeSpec(files=files, keys=keys, output="null"), p, "", "", "")
+                  for p in plan]
+        assert _joined(pieces) == (name != "relay"), name
+        cut = sum(p.began is not None for p in pieces)  # (a piece with no group: empty)
+        assert (cut > 0) == (not uncut and "mysql51" not in name and name != "relay"), name
+        for options in ({}, {"what": "events", "output": "text"}, {"tables": "corpus.t_enum,*.t*"},
+                        {"gtids": "0-1-17"}, {"output": "null"}):
+            spec = DecodeSpec(files=files, keys=keys, **options)
+            want, got = io.StringIO(), io.StringIO()
+            counts = decode_in_order(spec, want)
+            assert decode_in_parallel(spec, 2, got, piece_bytes=piece_bytes) == counts, name
+            assert got.getvalue() == want.getvalue(), (name, options)
+    # the guess lands on the event group a walk over every header finds
+    path = corpus_dir / FULL
+    starts, pos, data = [], 4, path.read_bytes()
+    while pos < len(data):
+        if data[pos + 4] == 162:
+            starts.append(pos)
+        pos += int.from_bytes(data[pos + 9:pos + 13], "little")
+    assert len(starts) > 20
+    for target in range(0, len(data), 997):
+        assert find_group_start(path, target) == next((s for s in starts if s >= target), None)
+
+
+def _shift_next_positions(data: bytes, by: int) -> bytes:
+    """The next-position field of every event but the first four (which files.cuttable
+    reads) moved by `by`, its CRC32 written again."""
+    import zlib
+
+    out, pos, n = bytearray(data), 4, 0
+    while pos < len(out):
+        n += 1
+        size = int.from_bytes(out[pos + 9:pos + 13], "little")
+        next_pos = int.from_bytes(out[pos + 13:pos + 17], "little")
+        out[pos + 13:pos + 17] = (next_pos + (by if n > 4 else 0)).to_bytes(4, "little")
+        out[pos + size - 4:pos + size] = zlib.crc32(out[pos:pos + size - 4]).to_bytes(4, "little")
+        pos += size
+    return bytes(out)
+
+
+def _keys(corpus_dir: Path) -> dict[int, bytes]:
+    from binlake.binlog.encryption import load_key_file
+
+    return load_key_file((corpus_dir / f"{GEN}/binlog-key.txt").read_text())

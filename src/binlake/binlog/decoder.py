@@ -157,6 +157,16 @@ class BinlogDecoder:
         self._borrowed = borrowed
         self._read = 0
 
+    def resume_at(self, offset: int) -> None:
+        """Go on in file mode at `offset` (an event boundary), after the file's header
+        events were handed to decode_event: the next bytes fed are the file's from there.
+        For a reader of one part of a file (decode --jobs)."""
+        self._file_mode = True
+        self._magic_checked = True
+        self._buf, self._buf_start, self._read, self._borrowed = b"", offset, 0, False
+        self._carry.clear()
+        self._carry_len = 0
+
     def _front(self, n: int) -> bytes | memoryview:
         """The next n unconsumed bytes (the caller checked they exist): a slice of the chunk,
         or one bytes object joined from the carried pieces."""
