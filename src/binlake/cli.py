@@ -82,9 +82,9 @@ def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
               help='Print a final JSON line {"rows", "events", "bytes", "seconds"}: on stdout '
                    "with --output null, else on stderr.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Decode this many files at a time, in worker processes (0: one per CPU). "
-                   "The output is the same, in the same order. Not with --schema-history, "
-                   "whose DDL is replayed in order.")
+              help="Decode this many files, or pieces of big files, at a time in worker "
+                   "processes (0: one per CPU). The output is the same, in the same order. Not "
+                   "with --schema-history, whose DDL is replayed in order.")
 def decode(files: tuple[str, ...], output: str, what: str, start_position: int | None,
            stop_position: int | None, gtids: str | None, tables: str | None,
            key_file: str | None, allow_unknown_events: bool, no_verify_checksums: bool,
@@ -115,8 +115,8 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                           keys=_load_keys(key_file), allow_unknown=allow_unknown_events,
                           verify_checksums=not no_verify_checksums,
                           schema_history=schema_history)
-        if jobs > 1 and len(files) > 1:
-            counts = decode_in_parallel(spec, min(jobs, len(files)), out)
+        if jobs > 1:
+            counts = decode_in_parallel(spec, jobs, out)
         else:
             counts = decode_in_order(spec, out)
     except BinlakeError as exc:

@@ -273,12 +273,16 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     encoding = getattr(out, "encoding", None) or "utf-8"
     errors = getattr(out, "errors", None) or "strict"
+    pieces = plan_pieces(spec, jobs, piece_bytes)
+    if len(pieces) < 2:
+        return decode_in_order(spec, out)
+    jobs = min(jobs, len(pieces))
     total = Counts()
     with tempfile.TemporaryDirectory(prefix="binlake-decode-") as spool_dir:
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
         try:
             queued: deque[Future[_Part]] = deque()
-            ahead = iter(plan_pieces(spec, jobs, piece_bytes))
+            ahead = iter(pieces)
 
             def submit() -> None:
                 piece = next(ahead, None)

@@ -240,3 +240,15 @@ def _keys(corpus_dir: Path) -> dict[int, bytes]:
     from binlake.binlog.encryption import load_key_file
 
     return load_key_file((corpus_dir / f"{GEN}/binlog-key.txt").read_text())
+
+
+def test_jobs_cut_one_big_file(corpus_dir: Path) -> None:
+    """One file of 33.5 MB (a 16 MiB row inserted then updated) and --jobs 2: two pieces of
+    the default size, the cut inside the big event; the output is one process's."""
+    from binlake.decode_command import DecodeSpec, plan_pieces
+
+    big = str(corpus_dir / f"{GEN}/mariadb-10.11.19-large-event.000001")
+    assert [p.parts for p in plan_pieces(DecodeSpec(files=(big,)), 2)] == [2, 2]
+    want, got = run("decode", big), run("decode", "--jobs", "2", big)
+    assert got.exit_code == want.exit_code == 0 and len(want.output) > 32 << 20
+    assert got.output == want.output

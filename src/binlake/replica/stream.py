@@ -148,7 +148,6 @@ class BinlogStream:
         self.events_seen = 0
         self.rows_seen = 0
         self.reconnects = 0
-        self.last_event_ts = 0
 
     # -- position ---------------------------------------------------------------------------
     @property
@@ -467,7 +466,6 @@ class BinlogStream:
                     if isinstance(ev, RowsEvent):
                         # The hot path, handled here without the generator layers of _handle:
                         # each record counts in the position as it is handed out.
-                        self.last_event_ts = ev.timestamp
                         # (inside an explicit transaction, a rows event neither opens nor closes one)
                         closes = (False if tx.in_tx and not tx.implicit_rows
                                   else tx.observe(ev))  # may open an implicit (MySQL 5.1) transaction
