@@ -45,6 +45,10 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
         raise exc.located(file=str(path)) if exc.file is None else exc
 
 
+_HEADER_TYPES = frozenset({15, 164})
+"""FORMAT_DESCRIPTION and MariaDB's START_ENCRYPTION: what a decoder must see first."""
+
+
 def _decode_header_events(fh: Any, dec: BinlogDecoder, path: Path, before: int) -> None:
     """The FORMAT_DESCRIPTION (and START_ENCRYPTION) at the head of the file, into `dec`."""
     if fh.read(4) != b"\xfebin":
@@ -155,10 +159,6 @@ def read_files(paths: Iterable[str | Path], **decoder_options: Any) -> Iterator[
         yield from read_events(p, **decoder_options)
 
 
-_HEADER_TYPES = frozenset({15, 164})
-"""FORMAT_DESCRIPTION and MariaDB's START_ENCRYPTION: what a decoder must see first."""
-
-
 def read_range(path: str | Path, start: int, end: int, **decoder_options: Any) -> Iterator[Event]:
     """The events in [start, end) of one binlog file (start and end on event boundaries),
     after its header events, which tell the decoder the format (and the encryption)."""
@@ -166,16 +166,7 @@ def read_range(path: str | Path, start: int, end: int, **decoder_options: Any) -
     dec = BinlogDecoder(file=path.name, **decoder_options)
     try:
         with path.open("rb") as fh:
-            if fh.read(4) != b"\xfebin":
-                raise DecodeError("not a binlog file", file=str(path), offset=0)
-            pos = 4
-            while pos < start:
-                head = fh.read(19)
-                if len(head) < 19 or head[4] not in _HEADER_TYPES:
-                    break
-                size = int.from_bytes(head[9:13], "little")
-                dec.decode_event(head + fh.read(size - 19), pos)
-                pos += size
+            _decode_header_events(fh, dec, path, start)
             fh.seek(start)
             pos = start
             while pos < end:
