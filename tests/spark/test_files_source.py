@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from binlake.changes import iter_changes, table_filter
-from binlake.files import read_events
+from binlake.files import read_files
 
 pytestmark = pytest.mark.spark
 
@@ -17,10 +17,10 @@ GENERATED = "generated-mariadb-10.11"
 
 
 def expected_records(files: list[Path], tables: str | None = None, **decoder: Any) -> list[Any]:
-    out = []
-    for f in files:  # one decoder per file, as the source does (one partition per file)
-        out.extend(iter_changes(read_events(f, **decoder), table_filter(tables)))
-    return out
+    """One decoder per file, as the source has (a partition per file), and one tracker over
+    them all: an XA transaction prepared in one file and committed in a later one comes out
+    at its commit, as the source finds and re-reads it."""
+    return list(iter_changes(read_files(files, **decoder), table_filter(tables)))
 
 
 def collect_in_order(df: Any) -> list[dict[str, Any]]:
