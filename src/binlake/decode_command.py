@@ -196,14 +196,15 @@ class _Part:
 
 def plan_pieces(spec: DecodeSpec, jobs: int, piece_bytes: int | None = None) -> list[Piece]:
     """Files cut in pieces of at most about `piece_bytes` (default: a fourth of a job's
-    share of the total, at least 32 MiB), so that a few big files keep every job busy.
-    Not cut: with positions (they are about whole files), and files whose event groups
-    cannot be found in place (files.cuttable)."""
+    share of the total, within 32 MiB..256 MiB), so that a few big files keep every job busy
+    and the spool of the pieces decoded ahead stays small. Not cut: with positions (they
+    are about whole files), and files whose event groups cannot be found in place
+    (files.cuttable)."""
     from .files import cuttable
 
     sizes = [Path(f).stat().st_size for f in spec.files]
     if piece_bytes is None:
-        piece_bytes = max(32 << 20, sum(sizes) // (4 * jobs))
+        piece_bytes = min(256 << 20, max(32 << 20, sum(sizes) // (4 * jobs)))
     cut = jobs > 1 and spec.start_position is None and spec.stop_position is None
     out = []
     for index, size in enumerate(sizes):
