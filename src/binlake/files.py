@@ -84,14 +84,14 @@ def find_group_start(path: str | Path, target: int) -> int | None:
     an encrypted file's headers are not in the clear: those never agree)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        pos = _event_at_or_after(fd, max(target, 4))
+        pos = anchor = _event_at_or_after(fd, max(target, 4))
         while pos is not None:
             head = os.pread(fd, 19, pos)
             if len(head) < 19:
                 return None
             size, next_pos = _LEN_NEXT.unpack_from(head, 9)
-            if size < 19 or next_pos != pos + size:  # (not a header after all)
-                pos = _event_at_or_after(fd, pos + 1)
+            if size < 19 or next_pos != pos + size:  # (the anchor was no header after all)
+                pos = anchor = _event_at_or_after(fd, anchor + 1)
             elif pos >= target and head[4] in GROUP_STARTS:
                 return pos
             else:
