@@ -97,6 +97,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
       binlake decode --events --output text binlog.000042
       binlake decode --tables 'shop.orders' --output jsonl binlog.0000*
       binlake decode --output null --stats big-binlog.000007
+      binlake decode --jobs 0 mariadb-bin.0000*      # a worker per CPU, same output
       binlake decode --schema-history warehouse/_binlake/schema_history.json mariadb-bin.0000*
     """
     import os
