@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from .binlog.constants import EventType
 from .errors import BinlakeError
-
-FORMAT_DESCRIPTION = 15
 
 
 class DecodeFailed(BinlakeError):
@@ -135,7 +134,7 @@ class _FileDecoder:
                 resolver.observe(ev)
             if last and stop is not None and ev.offset >= stop:
                 break
-            if first and start is not None and ev.offset < start and ev.type_code != FORMAT_DESCRIPTION:
+            if first and start is not None and ev.offset < start and ev.type_code != EventType.FORMAT_DESCRIPTION:
                 tracker.observe(ev, keep=False)
                 continue
             if gfilter is not None and not gfilter.accept(ev):
@@ -174,11 +173,13 @@ def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
 @dataclass(frozen=True)
 class Piece:
     """Part `part` of `parts` of files[index]: the event groups that start in its share of
-    the bytes (the first part from the file's start, the last to its end)."""
+    the bytes, [cut, until) (the first part from the file's start, the last to its end)."""
 
     index: int
     part: int = 0
     parts: int = 1
+    cut: int | None = None
+    until: int | None = None
 
 
 @dataclass
@@ -211,7 +212,9 @@ def plan_pieces(spec: DecodeSpec, jobs: int, piece_bytes: int | None = None) -> 
         parts = max(1, -(-size // piece_bytes)) if cut else 1
         if parts > 1 and not cuttable(spec.files[index]):
             parts = 1
-        out += [Piece(index, part, parts) for part in range(parts)]
+        bounds = [size * k // parts for k in range(parts)] + [None]
+        out += [Piece(index, part, parts, bounds[part] if part else None, bounds[part + 1])
+                for part in range(parts)]
     return out
 
 
@@ -221,15 +224,12 @@ def _decode_piece(spec: DecodeSpec, piece: Piece, spool_dir: str, encoding: str,
     from .files import find_group_start, locate_prepared
 
     path = spec.files[piece.index]
-    size = Path(path).stat().st_size
     counts = Counts()
-    begin = until = None
-    if piece.part > 0:
-        begin = find_group_start(path, size * piece.part // piece.parts)
+    begin = None
+    if piece.cut is not None:
+        begin = find_group_start(path, piece.cut)
         if begin is None:
             return _Part(piece, counts, None)
-    if piece.part < piece.parts - 1:
-        until = size * (piece.part + 1) // piece.parts
     files = _FileDecoder(spec)
     earlier = spec.files[:piece.index]
     locate_options = dict(keys=spec.keys, allow_unknown=spec.allow_unknown,
@@ -246,7 +246,8 @@ def _decode_piece(spec: DecodeSpec, piece: Piece, spool_dir: str, encoding: str,
         out = open(spool, "w", encoding=encoding, errors=errors, newline="")
     try:
         with out:
-            reached = files.decode(piece.index, tracker, out, counts, begin=begin, until=until)
+            reached = files.decode(piece.index, tracker, out, counts, begin=begin,
+                                   until=piece.until)
     except BinlakeError as exc:
         return _Part(piece, counts, spool, begin, None, str(exc))
     return _Part(piece, counts, spool, begin, reached)

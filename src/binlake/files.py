@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .binlog.constants import EventType as E
 from .binlog.decoder import BinlogDecoder
 from .binlog.events import Event
 from .errors import DecodeError
@@ -45,7 +46,7 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
         raise exc.located(file=str(path)) if exc.file is None else exc
 
 
-_HEADER_TYPES = frozenset({15, 164})
+_HEADER_TYPES = frozenset({E.FORMAT_DESCRIPTION, E.MARIADB_START_ENCRYPTION})
 """FORMAT_DESCRIPTION and MariaDB's START_ENCRYPTION: what a decoder must see first."""
 
 
@@ -63,8 +64,8 @@ def _decode_header_events(fh: Any, dec: BinlogDecoder, path: Path, before: int) 
         pos += size
 
 
-GROUP_STARTS = frozenset({33, 34, 42, 162})
-"""GTID, ANONYMOUS_GTID, GTID_TAGGED (MySQL) and MariaDB's GTID: the event that opens an
+GROUP_STARTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
+"""MySQL's GTID, ANONYMOUS_GTID, GTID_TAGGED and MariaDB's GTID: the event that opens an
 event group (a transaction, or a DDL's group) in a binlog written with them."""
 
 
@@ -145,7 +146,7 @@ def cuttable(path: str | Path) -> bool:
             if len(head) < 19:
                 return True
             size, next_pos = _LEN_NEXT.unpack_from(head, 9)
-            if head[4] == 164 or size < 19 or next_pos != pos + size:
+            if head[4] == E.MARIADB_START_ENCRYPTION or size < 19 or next_pos != pos + size:
                 return False
             pos = next_pos
         return True

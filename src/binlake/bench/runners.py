@@ -267,9 +267,7 @@ class BinlakeDecodeJobs(BinlakeDecode):
     name = "binlake-decode-jobs"
 
     def command(self, ctx: BenchContext) -> list[str]:
-        cmd = super().command(ctx)
-        at = cmd.index("decode") + 1
-        return [*cmd[:at], "--jobs", "0", *cmd[at:]]
+        return [*super().command(ctx), "--jobs", "0"]
 
 
 class BinlakeStream(Runner):

@@ -161,9 +161,11 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
             raise _fail(BinlakeError(f"{exc} [checkpoint {checkpoint} left unchanged]")) from None
         raise _fail(exc) from None
     if stats:
-        _write_jsonl(sys.stdout if output == "null" or out_path else sys.stderr,
-                     {"rows": n, "events": bs.events_seen,
-                      "seconds": round(time.perf_counter() - t0, 3)})
+        from ..decode_command import write_jsonl
+
+        write_jsonl(sys.stdout if output == "null" or out_path else sys.stderr,
+                    {"rows": n, "events": bs.events_seen,
+                     "seconds": round(time.perf_counter() - t0, 3)})
 
 
 def _parse_gtid(text: str) -> Position:
@@ -186,9 +188,6 @@ def _fail(exc: BinlakeError) -> click.ClickException:
 
     return fail(exc)
 
-
-def _write_jsonl(out: Any, obj: dict) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool) -> Any:
