@@ -1,17 +1,20 @@
 """The file edge: read binlog files from disk through the one sans-IO decoder."""
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .binlog.constants import EventType as E
+from .binlog.constants import EventFlag, EventType as E
 from .binlog.decoder import BinlogDecoder
 from .binlog.events import Event
 from .errors import DecodeError
 
 CHUNK = 1 << 20
+MAP_MIN = 4 << 20
+"""Files this large or larger are mapped when closed (_closed); below, read() is as fast."""
 
 
 def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
@@ -23,16 +26,20 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
     path = Path(path)
     dec = decoder or BinlogDecoder(file=path.name, **decoder_options)
     dec.file = path.name
-    # Two buffers read into in turn: the decoder works in the chunk it was fed (no copy per
-    # event) while the other takes the next read; the same pages serve the whole file.
-    buffers = (bytearray(chunk_size), bytearray(chunk_size))
-    turn = 0
     try:
         with path.open("rb", buffering=0) as fh:
             if start is not None and start > 4:
                 _decode_header_events(fh, dec, path, start)
                 dec.resume_at(start)
                 fh.seek(start)
+            if _closed(fh.fileno(), chunk_size):
+                yield from _read_mapped(fh.fileno(), dec, start or 0)
+                dec.close()
+                return
+            # Two buffers read into in turn: the decoder works in the chunk it was fed (no copy
+            # per event) while the other takes the next read; the same pages serve the file.
+            buffers = (bytearray(chunk_size), bytearray(chunk_size))
+            turn = 0
             while True:
                 buf = buffers[turn]
                 turn ^= 1
@@ -44,6 +51,54 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
         dec.close()
     except DecodeError as exc:
         raise exc.located(file=str(path)) if exc.file is None else exc
+
+
+MAP_WINDOW = 8 << 20
+"""How much of a closed file is mapped at once (a multiple of the page size)."""
+
+
+def _closed(fd: int, chunk_size: int) -> bool:
+    """True if the file is a binlog the server has closed, MAP_MIN bytes or more, read with
+    the default chunk size, on a file system that maps files: _read_mapped's files.
+
+    Only a closed binlog (its FORMAT_DESCRIPTION's in-use flag clear) is mapped: it no
+    longer changes, while the file the server writes grows and is truncated at MariaDB's
+    crash recovery, and a mapped page cut off by a truncation would kill the process
+    (SIGBUS) instead of raising an error. (A tool that writes binlog copies, such as
+    `mariadb-binlog --raw`, leaves the flag clear: a copy still being written is read up
+    to its size when the reading starts.)"""
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, 23, 0)
+        closed = (chunk_size == CHUNK and size >= MAP_MIN and len(head) == 23
+                  and head[:4] == b"\xfebin" and head[8] == E.FORMAT_DESCRIPTION
+                  and not struct.unpack_from("<H", head, 21)[0] & EventFlag.BINLOG_IN_USE)
+        if closed:  # a file system that cannot map files: read() then
+            mmap.mmap(fd, 23, prot=mmap.PROT_READ).close()
+        return closed
+    except (OSError, ValueError):
+        return False
+
+
+def _read_mapped(fd: int, dec: BinlogDecoder, start: int) -> Iterator[Event]:
+    """Feed `dec` the file from `start` through read-only mappings of MAP_WINDOW bytes.
+
+    Why: read() copies every byte out of the page cache; the decoder reads the cached pages
+    in place instead (the benchmark's `large` table, 1.4 GB of binlog: 1.6 s -> 1.1 s). Each window is unmapped when the
+    decoder drops it at its next feed (an event cut by the window's end is copied, as at a
+    read chunk's end), so the mapped pages stay two windows, whatever the file's size."""
+    size = os.fstat(fd).st_size
+    base = start - start % mmap.ALLOCATIONGRANULARITY
+    skip = start - base
+    while base < size:
+        length = min(MAP_WINDOW, size - base)
+        window = mmap.mmap(fd, length, prot=mmap.PROT_READ, offset=base)
+        window.madvise(mmap.MADV_SEQUENTIAL)
+        dec.feed(memoryview(window)[skip:], borrowed=True)
+        del window  # the decoder's view holds the only reference
+        skip = 0
+        base += length
+        yield from dec.events()
 
 
 _HEADER_TYPES = frozenset({E.FORMAT_DESCRIPTION, E.MARIADB_START_ENCRYPTION})
