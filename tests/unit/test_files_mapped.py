@@ -65,10 +65,13 @@ def test_every_closed_corpus_file_reads_the_same_mapped(corpus_dir: Path, spy: l
     assert spy == [0] * len(paths)
 
 
-def test_an_event_across_many_windows(corpus_dir: Path, spy: list[int],
+@pytest.mark.parametrize("populate", [True, False], ids=["populated", "faulted-in"])
+def test_an_event_across_many_windows(corpus_dir: Path, spy: list[int], populate: bool,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-large-event.000001"
     monkeypatch.setattr(files, "MAP_WINDOW", 1 << 20)  # its 16 MiB row spans 17 windows
+    if not populate:  # the mapping of systems without MAP_POPULATE
+        monkeypatch.setattr(files, "_POPULATE", 0)
     events, error = _read(path)
     assert error is None and spy == [0]
     assert (events, error) == _read(path, chunk_size=files.CHUNK + 1)
@@ -117,3 +120,21 @@ def test_small_files_are_read(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(files, "_read_mapped", lambda fd, dec, start: calls.append(start) or iter(()))
     small = next(p for p in _closed_files(corpus_dir) if p.stat().st_size < files.MAP_MIN)
     assert _read(small)[0] and calls == []
+
+
+def _mappings_of(path: Path) -> int:
+    return sum(str(path) in line for line in Path("/proc/self/maps").read_text().splitlines())
+
+
+def test_windows_are_unmapped_as_the_reading_goes(corpus_dir: Path, spy: list[int],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-large-event.000001"
+    monkeypatch.setattr(files, "MAP_WINDOW", 1 << 20)
+    seen = []
+    events = files.read_events(path, allow_unknown=True)
+    for _ in events:
+        seen.append(_mappings_of(path))
+    assert spy == [0] and len(seen) > 10
+    assert max(seen) == 1  # the window the decoder reads: a cut event is copied out
+    del events
+    assert _mappings_of(path) == 0
