@@ -4,7 +4,8 @@
 Opt-in contestant (`binlake bench --tools binlake-arrow`).  Counts row changes only (no
 truncate/ddl control records) so the harness can check them against the workload.  Prints
 one JSON line like `binlake decode --stats`.  With --jobs, files go to worker processes, as
-the Spark files source's tasks (a file each) run side by side on a local[N] session.
+the Spark files source's tasks run side by side on a local[N] session: a file each, or a
+part each of a file of 256 MiB or more (the source's splitBytes, 128 MiB).
 """
 from __future__ import annotations
 
@@ -15,21 +16,22 @@ import sys
 import time
 
 
-def decode_file(path: str, tables_spec: str | None, batch_size: int) -> tuple[int, int]:
-    """(row changes, batches) of one file, read as the Spark files source reads it: the
-    filter in the decoder (the left-out tables' rows events passed over, but in an XA
-    group, where they are counted)."""
+def decode_file(path: str, tables_spec: str | None, batch_size: int, begin: int | None = None,
+                end: int | None = None) -> tuple[int, int]:
+    """(row changes, batches) of one file, or of its event groups that start in [begin,
+    end), read as the Spark files source reads it: the filter in the decoder (the left-out
+    tables' rows events passed over, but in an XA group, where they are counted)."""
     from pathlib import Path
 
     from binlake.binlog.decoder import BinlogDecoder
     from binlake.changes import table_filter
-    from binlake.files import read_events
+    from binlake.files import read_part
     from binlake.spark.arrow import events_to_batches
 
     tables = table_filter(tables_spec)
     rows = batches = 0
     dec = BinlogDecoder(file=Path(path).name, json_images=True, table_filter=tables)
-    for batch in events_to_batches(read_events(path, decoder=dec), batch_size=batch_size,
+    for batch in events_to_batches(read_part(path, begin, end, decoder=dec), batch_size=batch_size,
                                    tables=tables, statements=False,
                                    decoder=dec if tables is not None else None):
         rows += batch.num_rows
@@ -50,6 +52,14 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     work = [(path, args.tables, args.batch_size) for path in args.files]
+    if jobs > 1:  # the Spark files source's partitions
+        from binlake.files import SPLIT_BYTES, split_points
+
+        work = []
+        for path in args.files:
+            bounds = [None, *split_points(path, SPLIT_BYTES), None]
+            work.extend((path, args.tables, args.batch_size, bounds[i], bounds[i + 1])
+                        for i in range(len(bounds) - 1))
     if jobs > 1 and len(work) > 1:
         import multiprocessing
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .binlog.constants import EventFlag, EventType as E
+from .binlog.constants import ChecksumAlg, EventFlag, EventType as E
 from .binlog.decoder import BinlogDecoder
 from .binlog.events import Event
 from .errors import DecodeError
@@ -221,6 +222,73 @@ def cuttable(path: str | Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+SPLIT_BYTES = 128 << 20
+"""The Spark files source's parts of big files (as spark.sql.files.maxPartitionBytes)."""
+
+
+def split_points(path: str | Path, part_bytes: int = SPLIT_BYTES) -> list[int]:
+    """Offsets of GTID events that cut the file into parts of about `part_bytes`, for
+    readers that cannot wait to learn whether their parts join (Spark tasks); [] when the
+    file is not to be cut: under two parts, not `cuttable`, or written without checksums.
+
+    Each offset is found in place (find_group_start) and proven an event by its CRC32: a
+    false guess passes one time in 2**32. read_part still checks that a part ends where
+    the next one begins."""
+    size = os.stat(path).st_size
+    if part_bytes <= 0 or size < 2 * part_bytes or not cuttable(path):
+        return []
+    dec = BinlogDecoder(file=Path(path).name)
+    with open(path, "rb", buffering=0) as fh:
+        _decode_header_events(fh, dec, Path(path), 5)  # the FORMAT_DESCRIPTION only
+    if dec.checksum_alg != ChecksumAlg.CRC32:
+        return []
+    points: list[int] = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for k in range(1, size // part_bytes):
+            target = k * part_bytes
+            if points and target <= points[-1]:  # (a part past a big transaction)
+                continue
+            at = find_group_start(path, target)
+            while at is not None and not _checksum_holds(fd, at):
+                at = find_group_start(path, at + 1)
+            if at is None:
+                break
+            points.append(at)
+    finally:
+        os.close(fd)
+    return points
+
+
+def _checksum_holds(fd: int, offset: int) -> bool:
+    """Does the event at `offset` end with the CRC32 of its bytes?"""
+    head = os.pread(fd, 19, offset)
+    size = int.from_bytes(head[9:13], "little") if len(head) == 19 else 0
+    event = os.pread(fd, size, offset) if size >= 23 else b""
+    return len(event) == size >= 23 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
+
+
+def read_part(path: str | Path, begin: int | None, end: int | None, *,
+              decoder: BinlogDecoder | None = None, **decoder_options: Any) -> Iterator[Event]:
+    """The events of the event groups that start in [begin, end) of one file (None: its
+    start, its end), offsets from split_points. Raises, naming the file, if the first group
+    at or after `end` does not start exactly there: the parts would not join."""
+    events = read_events(path, decoder=decoder, start=begin, **decoder_options)
+    if end is None:
+        yield from events
+        return
+    for ev in events:
+        if ev.offset >= end and ev.type_code in GROUP_STARTS and ev.inner_index is None:
+            if ev.offset == end:
+                return
+            break
+        yield ev
+    raise DecodeError(f"no event group starts at {end}, where the next part of the file was "
+                      "to begin: its parts do not join",
+                      file=str(path), offset=end,
+                      hint="read the file whole (Spark: option splitBytes=0) and report it")
 
 
 def read_files(paths: Iterable[str | Path], **decoder_options: Any) -> Iterator[Event]:

@@ -88,3 +88,23 @@ def test_live_server_binlogs(spark: Any, mariadb: Any, cdc_row_check: Any) -> No
     assert len(rows) == len(records)
     for row, rec in zip(rows, records):
         cdc_row_check(row, rec)
+
+
+def test_files_read_in_parts(spark: Any, corpus_dir: Path, cdc_row_check: Any) -> None:
+    """splitBytes cuts files at GTID events: more partitions, the same records; the XA
+    transaction prepared in one part of its file and committed in the next is found there."""
+    from binlake.files import split_points
+
+    folder = corpus_dir / GENERATED
+    files = sorted(p for p in folder.glob("mariadb-10.11.19-*.000001")
+                   if "encrypted" not in p.name and p.stat().st_size < 1 << 20)
+    xa = folder / "mariadb-10.11.19-gtid-domains-xa.000001"
+    assert xa in files and split_points(xa, 700) == [701, 1741]  # PREPARE 1325, COMMIT 1741
+    df = spark.read.format("binlake").option("splitBytes", 700).load([str(f) for f in files])
+    assert df.rdd.getNumPartitions() == sum(len(split_points(f, 700)) + 1 for f in files) > 60
+    rows = collect_in_order(df)
+    records = sorted(expected_records(files), key=lambda r: (r.file, r.position))
+    assert len(rows) == len(records) > 250
+    assert any(r.file == xa.name and r.pos == 1786 for r in records)  # at the XA COMMIT
+    for row, rec in zip(rows, records):
+        cdc_row_check(row, rec)

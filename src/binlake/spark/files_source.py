@@ -1,8 +1,11 @@
 """`spark.read.format("binlake")`: a batch Python Data Source over binlog files.
 
-One partition per file: every binlog file starts with its own FORMAT_DESCRIPTION and each
-transaction carries its TABLE_MAPs, so files decode independently on executors. Executors
-yield Arrow batches in the fixed CDC schema (`arrow.py`); order across files is `seq`.
+A partition per file, or per part of a big file: every binlog file starts with its own
+FORMAT_DESCRIPTION and each transaction carries its TABLE_MAPs, so files, and runs of whole
+event groups inside them, decode independently on executors. Big files are cut at GTID
+events the driver finds near each `splitBytes` boundary without reading the file through
+(files.split_points); each task checks that its part ends where the next one begins.
+Executors yield Arrow batches in the fixed CDC schema (`arrow.py`); order is `seq`.
 
 Options:
   path / paths   a file, a directory (its numbered binlog files) or a glob; `load([...])`
@@ -11,6 +14,8 @@ Options:
   batchSize      rows per Arrow batch (default 10000).
   keyFile        MariaDB file_key_management key file for encrypted binlogs.
   statements     "false" to leave out truncate/ddl records (default "true").
+  splitBytes     cut files of twice this size or more into parts of about this size
+                 (default 134217728, Spark's maxPartitionBytes; 0: a partition per file).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..files import SPLIT_BYTES
 from .arrow import CDC_DDL, file_index
 
 NAME = "binlake"
@@ -31,12 +37,16 @@ _NUMBERED = re.compile(r"\.\d+$")
 
 
 class BinlogFile(InputPartition):
-    """One binlog file to decode (plain attributes: partitions are pickled to executors)."""
+    """One binlog file to decode, or the event groups that start in [begin, end) of it
+    (None: its start, its end). Plain attributes: partitions are pickled to executors."""
 
-    def __init__(self, path: str, index: int) -> None:
-        super().__init__(path)
+    def __init__(self, path: str, index: int, begin: int | None = None,
+                 end: int | None = None) -> None:
+        super().__init__(path if begin is None and end is None else f"{path}@{begin or 4}")
         self.path = path
         self.index = index
+        self.begin = begin
+        self.end = end
 
 
 def expand_paths(specs: list[str]) -> list[str]:
@@ -92,15 +102,23 @@ class BinlogFilesReader(DataSourceReader):
         self.batch_size = int(options.get("batchSize", "10000"))
         self.key_file = options.get("keyFile")
         self.statements = str(options.get("statements", "true")).lower() != "false"
+        self.split_bytes = int(options.get("splitBytes", str(SPLIT_BYTES)))
 
     def partitions(self) -> list[InputPartition]:
-        return [BinlogFile(f, i) for i, f in enumerate(self.files)]
+        from ..files import split_points
+
+        out: list[InputPartition] = []
+        for i, f in enumerate(self.files):
+            # (an encrypted file is never cut: files.cuttable sees its START_ENCRYPTION)
+            bounds: list[int | None] = [None, *split_points(f, self.split_bytes), None]
+            out.extend(BinlogFile(f, i, bounds[j], bounds[j + 1]) for j in range(len(bounds) - 1))
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from ..binlog.decoder import BinlogDecoder
         from ..changes import prepared_records, table_filter
         from ..errors import ConfigError
-        from ..files import locate_prepared, read_events, read_range
+        from ..files import locate_prepared, read_part, read_range
         from .arrow import events_to_batches
 
         assert isinstance(partition, BinlogFile)
@@ -115,13 +133,15 @@ class BinlogFilesReader(DataSourceReader):
         # whatever the filter), never decoded (events_to_batches says which, as it goes).
         dec = BinlogDecoder(file=Path(partition.path).name, keys=keys, json_images=True,
                             table_filter=tables)
-        events = read_events(partition.path, decoder=dec)
-        # An XA COMMIT whose PREPARE is in an earlier file: found there and re-read.
+        events = read_part(partition.path, partition.begin, partition.end, decoder=dec)
+        # An XA COMMIT whose PREPARE is in an earlier file (or part of this one): found
+        # there and re-read.
         earlier = self.files[:partition.index]
         folder = {Path(f).name: f for f in self.files}
+        head = None if partition.begin is None else (partition.path, partition.begin)
 
         def locate(xid: str, before: Any) -> Any:
-            return locate_prepared(earlier, xid, keys=keys)
+            return locate_prepared(earlier, xid, head=head, keys=keys)
 
         def reread(rng: Any, at: Any) -> tuple[list[Any], int]:
             path = folder.get(rng.file)
