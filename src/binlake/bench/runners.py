@@ -378,8 +378,9 @@ class BinlakeArrow(Runner):
 
 
 class BinlakeArrowJobs(BinlakeArrow):
-    """The Arrow path a file per CPU at a time, as the Spark files source's tasks run on a
-    local[*] session (benchmarks/arrow_decode.py --jobs 0)."""
+    """The Arrow path a process per CPU, each taking a file or a 128 MiB part of one at a
+    time, as the Spark files source's tasks run on a local[*] session
+    (benchmarks/arrow_decode.py --jobs 0)."""
 
     name = "binlake-arrow-jobs"
     options = ("--jobs", "0")
