@@ -29,7 +29,7 @@ from typing import Any, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..files import SPLIT_BYTES
+from ..files import SPLIT_BYTES, split_points
 from .arrow import CDC_DDL, file_index
 
 NAME = "binlake"
@@ -105,8 +105,6 @@ class BinlogFilesReader(DataSourceReader):
         self.split_bytes = int(options.get("splitBytes", str(SPLIT_BYTES)))
 
     def partitions(self) -> list[InputPartition]:
-        from ..files import split_points
-
         out: list[InputPartition] = []
         for i, f in enumerate(self.files):
             # (an encrypted file is never cut: files.cuttable sees its START_ENCRYPTION)
