@@ -263,10 +263,11 @@ def split_points(path: str | Path, part_bytes: int = SPLIT_BYTES) -> list[int]:
 
 
 def _checksum_holds(fd: int, offset: int) -> bool:
-    """Does the event at `offset` end with the CRC32 of its bytes?"""
+    """Does the event at `offset`, a GTID event (under 64 KiB, unlike a false guess's
+    length may say), end with the CRC32 of its bytes?"""
     head = os.pread(fd, 19, offset)
     size = int.from_bytes(head[9:13], "little") if len(head) == 19 else 0
-    event = os.pread(fd, size, offset) if size >= 23 else b""
+    event = os.pread(fd, size, offset) if 23 <= size < 1 << 16 else b""
     return len(event) == size >= 23 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
 
 
