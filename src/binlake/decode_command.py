@@ -108,7 +108,7 @@ class _FileDecoder:
         group starting at or after `until`, whose offset is returned (None: the file's end)."""
         from .binlog.decoder import BinlogDecoder
         from .changes import left_out_rows_needed
-        from .files import GROUP_STARTS, read_events
+        from .files import opens_group, read_events
 
         spec, resolver, gfilter = self.spec, self.resolver, self.gtid_filter
         path = spec.files[index]
@@ -125,8 +125,7 @@ class _FileDecoder:
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
         reached = None
         for ev in read_events(path, decoder=dec, start=begin):
-            if (until is not None and ev.offset >= until and ev.type_code in GROUP_STARTS
-                    and ev.inner_index is None):
+            if until is not None and ev.offset >= until and opens_group(ev):
                 reached = ev.offset
                 break
             counts.events += 1

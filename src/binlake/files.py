@@ -139,6 +139,12 @@ GROUP_STARTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTI
 event group (a transaction, or a DDL's group) in a binlog written with them."""
 
 
+def opens_group(ev: Event) -> bool:
+    """Does this event open an event group of the file (not one inside a compressed
+    transaction payload)? Where a part of a file ends and the next begins."""
+    return ev.type_code in GROUP_STARTS and ev.inner_index is None
+
+
 _LEN_NEXT = struct.Struct("<II")
 _WINDOW = 1 << 16
 
@@ -281,7 +287,7 @@ def read_part(path: str | Path, begin: int | None, end: int | None, *,
         yield from events
         return
     for ev in events:
-        if ev.offset >= end and ev.type_code in GROUP_STARTS and ev.inner_index is None:
+        if ev.offset >= end and opens_group(ev):
             if ev.offset == end:
                 return
             break

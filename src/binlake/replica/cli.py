@@ -1,13 +1,13 @@
 """`binlake stream`: the live replica on the command line."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
 
 import click
 
+from ..decode_command import record_text, write_jsonl
 from ..errors import BinlakeError, ConfigError
 from .position import Position
 
@@ -140,10 +140,10 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                 n += len(batch)
                 if output == "jsonl":
                     for rec in batch:
-                        sink.write(json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+                        write_jsonl(sink, rec.to_json_dict())
                 elif output == "text":
                     for rec in batch:
-                        sink.write(_record_text(rec) + "\n")
+                        sink.write(record_text(rec) + "\n")
                 if bs.stop_requested:
                     break
             finished = True
@@ -161,8 +161,6 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
             raise _fail(BinlakeError(f"{exc} [checkpoint {checkpoint} left unchanged]")) from None
         raise _fail(exc) from None
     if stats:
-        from ..decode_command import write_jsonl
-
         write_jsonl(sys.stdout if output == "null" or out_path else sys.stderr,
                     {"rows": n, "events": bs.events_seen,
                      "seconds": round(time.perf_counter() - t0, 3)})
@@ -177,17 +175,10 @@ def _parse_gtid(text: str) -> Position:
     return Position(gtid_state=str(MariaGtidState(text)))
 
 
-def _record_text(rec: Any) -> str:
-    from ..decode_command import record_text
-
-    return record_text(rec)
-
-
 def _fail(exc: BinlakeError) -> click.ClickException:
     from ..cli import _fail as fail
 
     return fail(exc)
-
 
 
 def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool) -> Any:
