@@ -8,6 +8,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .binlog.columns.rowcodec import _speedups
 from .binlog.constants import ChecksumAlg, EventFlag, EventType as E
 from .binlog.decoder import BinlogDecoder
 from .binlog.events import Event
@@ -60,10 +61,11 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _SEQUENTIAL = getattr(mmap, "MADV_SEQUENTIAL", None)
 
 
-def _map(fd: int, length: int, offset: int) -> mmap.mmap:
+def _map(fd: int, length: int, offset: int, *, populate: bool = True) -> mmap.mmap:
     """A read-only window, its pages mapped in one call where Linux's MAP_POPULATE can (a
-    page fault per 64 KiB otherwise: ~0.1 s of the benchmark's 1.4 GB), else read ahead."""
-    if _POPULATE:
+    page fault per 64 KiB otherwise: ~0.1 s of the benchmark's 1.4 GB), else read ahead.
+    populate=False: a CrcAhead thread reads the window first, and faults it in itself."""
+    if _POPULATE and populate:
         return mmap.mmap(fd, length, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ,
                          offset=offset)
     window = mmap.mmap(fd, length, access=mmap.ACCESS_READ, offset=offset)
@@ -101,19 +103,67 @@ def _read_mapped(fd: int, dec: BinlogDecoder, start: int) -> Iterator[Event]:
     Why: read() copies every byte out of the page cache; the decoder reads the cached pages
     in place instead (the benchmark's `large` table, 1.4 GB of binlog: 1.6 s -> 1.1 s).
     Each window is unmapped when the decoder drops it at its next feed (an event cut by the
-    window's end is copied, as at a read chunk's end): one window is mapped at a time,
-    whatever the file's size."""
+    window's end is copied, as at a read chunk's end).
+
+    With a second CPU, a CrcAhead thread checks the events' checksums of the next window
+    while the decoder works on this one, and the decoder does not check them again
+    (`verified_until`): two windows are mapped at a time, whatever the file's size."""
     size = os.fstat(fd).st_size
-    base = start - start % mmap.ALLOCATIONGRANULARITY
-    skip = start - base
-    while base < size:
-        length = min(MAP_WINDOW, size - base)
-        window = _map(fd, length, base)
-        dec.feed(memoryview(window)[skip:], borrowed=True)
-        del window  # the decoder's view holds the only reference
-        skip = 0
-        base += length
-        yield from dec.events()
+    ahead = _crc_ahead(dec, start)
+
+    def window(base: int) -> memoryview:
+        at = max(base, start)  # (the first window is mapped from a page boundary)
+        view = memoryview(_map(fd, min(MAP_WINDOW, size - base), base,
+                               populate=ahead is None))[at - base:]
+        if ahead is not None:  # (from the first event: the magic is no event)
+            ahead.submit(view[max(4 - at, 0):], max(at, 4))
+        return view
+
+    bases = iter(range(start - start % mmap.ALLOCATIONGRANULARITY, size, MAP_WINDOW))
+
+    def upcoming() -> memoryview | None:
+        base = next(bases, None)
+        return None if base is None else window(base)
+
+    view = upcoming()
+    try:
+        while view is not None:
+            if ahead is not None:
+                dec.verified_until = ahead.wait()
+            dec.feed(view, borrowed=True)  # (the window before is let go here)
+            view = None  # the decoder's view holds the only reference
+            if ahead is not None:
+                view = upcoming()  # checked while this one is decoded
+            yield from dec.events()
+            if ahead is None:
+                view = upcoming()
+    finally:
+        dec.verified_until = -1  # (nothing vouched for in another file)
+        if ahead is not None:
+            ahead.close()
+
+
+CRC_AHEAD = os.environ.get("BINLAKE_CRC_AHEAD", "1") != "0"
+"""Check a mapped file's checksums in a thread ahead of the decoder, given a second CPU
+(BINLAKE_CRC_AHEAD=0: in the decoder's thread, as everywhere else)."""
+
+
+def _crc_ahead(dec: BinlogDecoder, start: int) -> Any:
+    """A CrcAhead thread for a mapped file read from `start`, or None: checksums not
+    verified, no C extension, a single CPU to run on."""
+    if not CRC_AHEAD or not dec.verify_checksums or _CrcAhead is None or _cpus() < 2:
+        return None
+    return _CrcAhead(max(start, 4))
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_CrcAhead = getattr(_speedups, "CrcAhead", None)
 
 
 _HEADER_TYPES = frozenset({E.FORMAT_DESCRIPTION, E.MARIADB_START_ENCRYPTION})

@@ -100,6 +100,10 @@ class BinlogDecoder:
         tuples, written in C from the row bytes (the Arrow/Spark path; needs the extension,
         else values as usual)."""
         self.verify_checksums = verify_checksums
+        self.verified_until = -1
+        """File offset below which every event's CRC32 is known to match (checked ahead by
+        files.py's CrcAhead thread): those are not checked again. Set by the reader that
+        knows; -1 (the default) checks every event."""
         self.keys = keys
         self.allow_unknown = allow_unknown
         self.table_resolver = table_resolver
@@ -124,7 +128,7 @@ class BinlogDecoder:
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
         # twin: whatever it does not take goes the Python way below).
         self._scanner = None if _speedups is None else _speedups.RowsScanner(
-            make_header, rows.make_rows_event, ("insert", "update", "delete"), _crc32,
+            make_header, rows.make_rows_event, ("insert", "update", "delete"),
             self.tables, self._rows_phl)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
@@ -220,7 +224,7 @@ class BinlogDecoder:
                 run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
                                    self.table_filter, self.count_filtered, self.json_images,
-                                   self.skip_filtered)
+                                   self.skip_filtered, self.verified_until)
                 for ev in run:
                     self._read = run.pos
                     self.events_decoded += 1
@@ -353,7 +357,7 @@ class BinlogDecoder:
         self.events_decoded += 1
         if code == E.FORMAT_DESCRIPTION:
             return [self._decode_fde(raw, header, offset, end)]
-        body_end = self._verify_checksum(raw, tname)
+        body_end = self._verify_checksum(raw, tname, offset)
         base = {"header": header, "file": self.file, "offset": offset, "end": end}
         try:
             if code in ROWS_EVENT_TYPES and code not in _MARIADB_COMPRESSED:
@@ -380,7 +384,7 @@ class BinlogDecoder:
         tail = CHECKSUM_LEN if self.checksum_alg == ChecksumAlg.CRC32 else 0
         if size < HEADER_LEN + tail:
             return None
-        if tail and self.verify_checksums:
+        if tail and self.verify_checksums and (offset is None or offset + size > self.verified_until):
             with memoryview(raw) as view:
                 if _crc32(view[:-4]) != _U32.unpack_from(raw, size - 4)[0]:
                     return None
@@ -417,12 +421,12 @@ class BinlogDecoder:
                 ev.compressed = True
         return events
 
-    def _verify_checksum(self, raw: bytes, tname: str) -> int:
+    def _verify_checksum(self, raw: bytes, tname: str, offset: int) -> int:
         """Check the CRC32 (if the binlog has them); returns where the body ends."""
         if self.checksum_alg == ChecksumAlg.CRC32:
             if len(raw) < HEADER_LEN + CHECKSUM_LEN:
                 raise TruncatedError(f"{tname} too short for its checksum", event_type=tname)
-            if self.verify_checksums:
+            if self.verify_checksums and offset + len(raw) > self.verified_until:
                 expected = _U32.unpack_from(raw, len(raw) - 4)[0]
                 with memoryview(raw) as view:
                     actual = _crc32(view[:-4])

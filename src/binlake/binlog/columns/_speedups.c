@@ -17,7 +17,8 @@
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
  * text), row_decoder (the type and its methods), image_rows (an event's JSON images packed, and
  * Arrow string columns of them), objects (records and SlotMaker) and event_rows (the common
- * rows event framed, checked and decoded whole); this file holds the module itself.
+ * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
+ * the decoder's thread or ahead of it); this file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -61,7 +62,9 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 }
 
 #include "speedups/objects.h"
+#include "speedups/crc32.h"
 #include "speedups/event_rows.h"
+#include "speedups/crc_ahead.h"
 
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
@@ -83,6 +86,8 @@ static PyMethodDef module_methods[] = {
      "checked with (BINLAKE_SIMD=0 turns it off, BINLAKE_SIMD=avx2 stops at AVX2)."},
     {"utf8_set_simd", utf8_set_simd, METH_O,
      "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
+    {"crc32", crc32_py, METH_VARARGS,
+     "crc32(data, value=0) -> int: zlib's CRC32 (PCLMULQDQ when the CPU has it)."},
     {"configure", configure, METH_VARARGS,
      "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},
@@ -101,6 +106,7 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__speedups(void) {
     PyDateTime_IMPORT;
     utf8_simd_init();
+    crc32_init();
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
         || PyType_Ready(&ImageRowsType) < 0 || event_rows_init() < 0) return NULL;
@@ -128,6 +134,13 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(m);
         return NULL;
     }
+#ifdef BINLAKE_CRC_AHEAD
+    if (PyType_Ready(&CrcAheadType) < 0
+        || PyModule_AddObjectRef(m, "CrcAhead", (PyObject *)&CrcAheadType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
     Py_INCREF(&SlotMakerType);
     if (PyModule_AddObject(m, "SlotMaker", (PyObject *)&SlotMakerType) < 0) {
         Py_DECREF(&SlotMakerType);

@@ -27,7 +27,6 @@ typedef struct {
     PyObject *make_header;  /* EventHeader(timestamp, type_code, server_id, size, log_pos, flags) */
     PyObject *make_rows;    /* RowsEvent(...) positionally, as rows.make_rows_event */
     PyObject *kinds;        /* ("insert", "update", "delete") */
-    PyObject *crc;          /* crc32(buffer) -> int */
     PyObject *tables;       /* the decoder's table id -> TableMapEvent (its own dict) */
     PyObject *phl;          /* the decoder's rows type code -> post-header length */
     PyObject *verdicts;     /* id(table) -> (table, kept?) under verdict_filter */
@@ -37,6 +36,7 @@ typedef struct {
     Py_ssize_t pos;
     long long base;
     int tail, verify, count_filtered, json, skip;
+    long long verified;     /* file offset below which checksums were checked (crc_ahead.h) */
     Py_ssize_t scanned, skipped, skipped_rows;
     /* a scan of received packets (scan_packets): where the received bytes end, the sequence
        id the next packet must have */
@@ -102,17 +102,10 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
     int code = e[4], kind = scan_kind(code);
     if (kind < 0 || size < EV_HEADER_LEN + tail) return 0;
     Py_ssize_t p = pos + EV_HEADER_LEN, end = pos + size - tail;
-    if (tail && verify) {
-        PyObject *mv = PyMemoryView_FromMemory((char *)e, size - 4, PyBUF_READ);
-        if (mv == NULL) return -1;
-        PyObject *r = PyObject_CallOneArg(s->crc, mv);
-        Py_DECREF(mv);
-        if (r == NULL) return -1;
-        unsigned long crc = PyLong_AsUnsignedLong(r);
-        Py_DECREF(r);
-        if (crc == (unsigned long)-1 && PyErr_Occurred()) return -1;
-        if (crc != (unsigned long)le(e + size - 4, 4)) return 0;  /* the general path says so */
-    }
+    /* (an event a CrcAhead thread already checked, wholly below `verified`, is not again) */
+    if (tail && verify && (offset < 0 || offset + size > s->verified)
+        && crc32_update(0, e, (size_t)(size - 4)) != (uint32_t)le(e + size - 4, 4))
+        return 0;  /* the general path says so */
     PyObject *code_obj = PyLong_FromLong(code);  /* a cached small int */
     PyObject *phl_obj = PyDict_GetItemWithError(s->phl, code_obj);
     if (phl_obj == NULL) { Py_DECREF(code_obj); return PyErr_Occurred() ? -1 : 0; }
@@ -272,15 +265,15 @@ done:
 }
 
 static int RowsScanner_init(RowsScanner *self, PyObject *args, PyObject *kw) {
-    PyObject *mh, *mr, *kinds, *crc, *tables, *phl;
-    if (!PyArg_ParseTuple(args, "OOO!OO!O!", &mh, &mr, &PyTuple_Type, &kinds, &crc,
+    PyObject *mh, *mr, *kinds, *tables, *phl;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!", &mh, &mr, &PyTuple_Type, &kinds,
                           &PyDict_Type, &tables, &PyDict_Type, &phl)) return -1;
     if (PyTuple_GET_SIZE(kinds) != 3) {
         PyErr_SetString(PyExc_TypeError, "kinds must be (insert, update, delete)");
         return -1;
     }
 #define KEEP(f, v) do { Py_INCREF(v); Py_XSETREF(self->f, v); } while (0)
-    KEEP(make_header, mh); KEEP(make_rows, mr); KEEP(kinds, kinds); KEEP(crc, crc);
+    KEEP(make_header, mh); KEEP(make_rows, mr); KEEP(kinds, kinds);
     KEEP(tables, tables); KEEP(phl, phl);
 #undef KEEP
     Py_XSETREF(self->verdicts, PyDict_New());
@@ -308,15 +301,17 @@ static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ss
 }
 
 /* scan(buf, pos, base, file, tail, verify, filter, count_filtered, json_images,
-   skip_filtered) -> self: an iterator over the common rows events lying whole in buf from
-   pos (base: the file offset of buf[0]); `pos` follows it. It stops at the first event it
-   does not take. skip_filtered: the events of tables the filter leaves out are checked and
-   passed over (counted in `skipped`), not handed out. */
+   skip_filtered[, verified]) -> self: an iterator over the common rows events lying whole in
+   buf from pos (base: the file offset of buf[0]); `pos` follows it. It stops at the first
+   event it does not take. skip_filtered: the events of tables the filter leaves out are
+   checked and passed over (counted in `skipped`), not handed out. verified: the file offset
+   below which a CrcAhead thread has checked every event's CRC32 (not checked again). */
 static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "scan() takes 10 arguments"); return NULL; }
+    if (nargs != 10 && nargs != 11) { PyErr_SetString(PyExc_TypeError, "scan() takes 10 or 11 arguments"); return NULL; }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     long long base = PyLong_AsLongLong(args[2]);
+    long long verified = nargs == 11 ? PyLong_AsLongLong(args[10]) : -1;
     if (PyErr_Occurred()) return NULL;
     Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
     Py_INCREF(args[3]); Py_XSETREF(self->file, args[3]);
@@ -328,6 +323,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->count_filtered = PyObject_IsTrue(args[7]);
     self->json = PyObject_IsTrue(args[8]);
     self->skip = PyObject_IsTrue(args[9]);
+    self->verified = verified;
     self->packets = 0;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -360,6 +356,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->count_filtered = PyObject_IsTrue(args[8]);
     self->json = PyObject_IsTrue(args[9]);
     self->skip = PyObject_IsTrue(args[10]);
+    self->verified = -1;
     self->packets = 1;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -415,7 +412,7 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
 
 static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
     Py_VISIT(self->make_header); Py_VISIT(self->make_rows); Py_VISIT(self->kinds);
-    Py_VISIT(self->crc); Py_VISIT(self->tables); Py_VISIT(self->phl);
+    Py_VISIT(self->tables); Py_VISIT(self->phl);
     Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
     Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
     return 0;
@@ -423,7 +420,7 @@ static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
 
 static int RowsScanner_clear(RowsScanner *self) {
     Py_CLEAR(self->make_header); Py_CLEAR(self->make_rows); Py_CLEAR(self->kinds);
-    Py_CLEAR(self->crc); Py_CLEAR(self->tables); Py_CLEAR(self->phl);
+    Py_CLEAR(self->tables); Py_CLEAR(self->phl);
     Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
     Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
     return 0;
@@ -455,8 +452,9 @@ static PyMethodDef RowsScanner_methods[] = {
      "None: one whole event of a stream (its offset from the header's log_pos)."},
     {"scan", (PyCFunction)(void (*)(void))RowsScanner_scan, METH_FASTCALL,
      "scan(buf, pos, base, file, crc32_tail, verify, filter, count_filtered, json_images, "
-     "skip_filtered) -> self, an iterator of the common rows events from buf[pos] on; .pos "
-     "follows it."},
+     "skip_filtered[, verified]) -> self, an iterator of the common rows events from buf[pos] "
+     "on; .pos follows it. Checksums of events below the file offset `verified` are not "
+     "checked again (CrcAhead checked them)."},
     {"scan_packets", (PyCFunction)(void (*)(void))RowsScanner_scan_packets, METH_FASTCALL,
      "scan_packets(buf, start, end, seq, file, crc32_tail, verify, filter, count_filtered, "
      "json_images, skip_filtered) -> self, an iterator of the common rows events of the event packets in "
@@ -469,7 +467,7 @@ static PyTypeObject RowsScannerType = {
     .tp_name = "binlake.binlog.columns._speedups.RowsScanner",
     .tp_basicsize = sizeof(RowsScanner),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, crc32, tables, post_header_lens): "
+    .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens): "
               "common rows events framed, checked and decoded in C (see event_rows.h).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)RowsScanner_init,

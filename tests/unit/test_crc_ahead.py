@@ -1,0 +1,238 @@
+"""The C CRC32 against zlib's, and the CrcAhead thread: it vouches for exactly the events
+whose checksums match, across any windows, and a mapped file read with it gives the same
+events and the same located errors as without it."""
+from __future__ import annotations
+
+import mmap
+import os
+import random
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from binlake import files
+from binlake.binlog.columns.rowcodec import _speedups
+from binlake.errors import DecodeError
+
+pytestmark = pytest.mark.skipif(_speedups is None or not hasattr(_speedups, "CrcAhead"),
+                                reason="needs the C extension (pure-Python runs check every CRC)")
+
+MARIADB = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
+ENCRYPTED = "generated-mariadb-10.11/mariadb-10.11.19-encrypted-row-full-crc32.000001"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), st.integers(0, 2**32 - 1), st.integers(0, 15))
+def test_crc32_is_zlibs(data: bytes, value: int, skip: int) -> None:
+    data = data[skip:]  # (unaligned starts)
+    assert _speedups.crc32(data) == zlib.crc32(data)
+    assert _speedups.crc32(data, value) == zlib.crc32(data, value)
+
+
+def test_crc32_of_long_buffers() -> None:
+    rng = random.Random(7)
+    for n in (64, 127, 128, 129, 4096 + 13, 1 << 20, (1 << 20) + 77):
+        data = rng.randbytes(n)
+        assert _speedups.crc32(data) == zlib.crc32(data), n
+        half = n // 3  # carried over from one piece to the next, as the thread does
+        assert _speedups.crc32(data[half:], _speedups.crc32(data[:half])) == zlib.crc32(data), n
+
+
+def _events(path: Path) -> list[tuple[int, int]]:
+    """(offset, end) of every event, read the plain way."""
+    return [(ev.offset, ev.end) for ev in files.read_events(path, chunk_size=files.CHUNK + 1,
+                                                            allow_unknown=True)
+            if ev.inner_index is None]
+
+
+def _walk(data: bytes, cuts: list[int], start: int = 4) -> tuple[int, int]:
+    """The file's bytes from `start` handed to a CrcAhead in windows cut at `cuts`."""
+    ahead = _speedups.CrcAhead(start)
+    verified = start
+    bounds = [start, *sorted(c for c in set(cuts) if start < c < len(data)), len(data)]
+    for a, b in zip(bounds, bounds[1:]):
+        ahead.submit(memoryview(data)[a:b], a)
+        verified = ahead.wait()
+    failed = ahead.failed
+    ahead.close()
+    return verified, failed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 1 << 16), max_size=40))
+def test_the_walk_vouches_for_the_whole_file_whatever_the_windows(corpus_dir: Path,
+                                                                  cuts: list[int]) -> None:
+    data = (corpus_dir / MARIADB).read_bytes()
+    assert _walk(data, cuts) == (len(data), 0)
+
+
+def test_the_walk_stops_before_a_bad_checksum(corpus_dir: Path) -> None:
+    path = corpus_dir / MARIADB
+    events = _events(path)
+    rng = random.Random(3)
+    for offset, end in rng.sample(events[1:], 12):
+        data = bytearray(path.read_bytes())
+        data[rng.randrange(offset, end)] ^= 0x20  # anywhere in the event: header, body, CRC
+        cuts = [rng.randrange(4, len(data)) for _ in range(rng.randrange(0, 6))]
+        verified, failed = _walk(bytes(data), cuts)
+        # (a length made longer than the file leaves the walk waiting for bytes, not failed)
+        assert verified == offset, (offset, end)
+        assert failed == 1 or not 9 <= verified - offset < 13
+
+
+def test_the_walk_from_an_event_inside_the_file(corpus_dir: Path) -> None:
+    data = (corpus_dir / MARIADB).read_bytes()
+    offset = _events(corpus_dir / MARIADB)[10][0]
+    assert _walk(data, [offset + 100, offset + 5000], start=offset) == (len(data), 0)
+    # bytes that are not the next ones: vouch for nothing more
+    ahead = _speedups.CrcAhead(offset)
+    ahead.submit(memoryview(data)[offset + 1:], offset + 1)
+    assert ahead.wait() == offset and ahead.failed == 1
+    ahead.close()
+
+
+def test_the_walk_stops_at_start_encryption(corpus_dir: Path) -> None:
+    path = corpus_dir / ENCRYPTED
+    data = path.read_bytes()
+    verified, failed = _walk(data, [])
+    assert failed == 1
+    starts = [offset for offset, _ in _events_raw(data)]
+    assert verified in starts and verified < len(data)
+    assert data[verified + 4] == 164  # MariaDB's START_ENCRYPTION, not checked in the clear
+
+
+def _events_raw(data: bytes) -> list[tuple[int, int]]:
+    """Event (offset, end) by their lengths, from the file's start, up to START_ENCRYPTION."""
+    out, pos = [], 4
+    while pos + 19 <= len(data):
+        size = int.from_bytes(data[pos + 9:pos + 13], "little")
+        out.append((pos, pos + size))
+        if data[pos + 4] == 164:
+            break
+        pos += size
+    return out
+
+
+def test_closing_with_windows_not_waited_for() -> None:
+    data = bytes(1 << 20)
+    for _ in range(20):  # the thread stopped and joined whatever it was doing
+        ahead = _speedups.CrcAhead(0)
+        ahead.submit(data, 0)
+        ahead.submit(data, len(data))
+        ahead.close()
+        with pytest.raises(RuntimeError):
+            ahead.submit(data, 0)
+    dropped = _speedups.CrcAhead(0)
+    dropped.submit(data, 0)
+    del dropped  # (deallocation stops it too)
+
+
+# ---------------------------------------------------------------- read_events with it
+
+
+@pytest.fixture(params=[True, False], ids=["ahead", "in-thread"])
+def mapped(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every closed file mapped through 4 KiB windows, with a CrcAhead thread or without."""
+    monkeypatch.setattr(files, "MAP_MIN", 0)
+    monkeypatch.setattr(files, "MAP_WINDOW", 4096)
+    monkeypatch.setattr(files, "_cpus", lambda: 2)
+    monkeypatch.setattr(files, "CRC_AHEAD", request.param)
+    return request.param
+
+
+def _read(path: Path, **kw: Any) -> tuple[list[tuple], tuple | None]:
+    out: list[tuple] = []
+    try:
+        for ev in files.read_events(path, allow_unknown=True, **kw):
+            out.append((type(ev).__name__, ev.offset, ev.end, repr(getattr(ev, "rows", None))))
+    except DecodeError as exc:
+        return out, (type(exc).__name__, exc.offset, str(exc))
+    return out, None
+
+
+def test_a_bad_checksum_fails_at_its_event(corpus_dir: Path, mapped: bool, tmp_path: Path) -> None:
+    src = corpus_dir / MARIADB
+    events = _events(src)
+    rng = random.Random(5)
+    for offset, end in rng.sample(events[1:], 8):
+        data = bytearray(src.read_bytes())
+        data[rng.randrange(offset + 19, end)] ^= 0x01  # the body or the CRC: a size stays
+        bad = tmp_path / src.name
+        bad.write_bytes(bytes(data))
+        got, error = _read(bad)
+        assert error is not None and error[0] == "ChecksumError" and error[1] == offset, error
+        assert (got, error) == _read(bad, chunk_size=files.CHUNK + 1)  # read() agrees
+
+
+def test_the_events_are_the_same_with_it(corpus_dir: Path, mapped: bool) -> None:
+    for name in (MARIADB, ENCRYPTED):
+        path = corpus_dir / name
+        keys = None
+        if name == ENCRYPTED:
+            from binlake.binlog.encryption import load_key_file
+
+            keys = load_key_file((path.parent / "binlog-key.txt").read_text())
+        expected = _read(path, chunk_size=files.CHUNK + 1, keys=keys)
+        assert expected[1] is None and len(expected[0]) > 10
+        assert _read(path, keys=keys) == expected
+
+
+def test_the_decoder_vouches_for_nothing_after_the_file(corpus_dir: Path, mapped: bool) -> None:
+    from binlake.binlog.decoder import BinlogDecoder
+
+    dec = BinlogDecoder()
+    seen = []
+    for _ in files.read_events(corpus_dir / MARIADB, decoder=dec):
+        seen.append(dec.verified_until)
+    assert max(seen) > (0 if mapped else -2) and (max(seen) > 4) == mapped
+    assert dec.verified_until == -1  # the next file fed to it is checked
+
+
+def test_two_windows_mapped_at_most(corpus_dir: Path, mapped: bool,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-large-event.000001"
+    monkeypatch.setattr(files, "MAP_WINDOW", 1 << 20)
+    most = 0
+    events = files.read_events(path, allow_unknown=True)
+    for _ in events:
+        most = max(most, sum(str(path) in line
+                             for line in Path("/proc/self/maps").read_text().splitlines()))
+    assert most == (2 if mapped else 1)  # the decoder's window, and the one checked ahead
+    del events
+
+
+def test_a_single_cpu_checks_in_the_decoders_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlake.binlog.decoder import BinlogDecoder
+
+    monkeypatch.setattr(files, "_cpus", lambda: 1)
+    assert files._crc_ahead(BinlogDecoder(), 4) is None
+    monkeypatch.setattr(files, "_cpus", lambda: 2)
+    assert files._crc_ahead(BinlogDecoder(verify_checksums=False), 4) is None
+    ahead = files._crc_ahead(BinlogDecoder(), 4)
+    assert ahead is not None
+    ahead.close()
+
+
+def test_a_mapped_window_is_walked_in_place(tmp_path: Path) -> None:
+    """The thread reads the mapping itself (no copy): a window of a real mapping works."""
+    data = bytearray(b"\xfebin")
+    for i in range(200):  # events of 19 + 40 + 4 bytes with right CRCs
+        body = bytes([i]) * 40
+        head = bytearray(19)
+        head[4] = 2
+        head[9:13] = (19 + 40 + 4).to_bytes(4, "little")
+        ev = bytes(head) + body
+        data += ev + zlib.crc32(ev).to_bytes(4, "little")
+    path = tmp_path / "events.bin"
+    path.write_bytes(bytes(data))
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        ahead = _speedups.CrcAhead(4)
+        view = memoryview(m)
+        ahead.submit(view[4:], 4)
+        assert ahead.wait() == len(data) and ahead.failed == 0
+        ahead.close()
+        view.release()
+    assert os.path.getsize(path) == len(data)
