@@ -162,3 +162,46 @@ def test_borrowed_chunks_are_not_needed_after_the_next_feed(binlog: bytes, size:
     dec.close()
     assert [_full(ev) for ev in got] == expect
     assert any(getattr(ev, "rows", None) for ev in got)
+
+
+def test_a_table_map_met_again_is_a_full_copy_at_its_place(corpus_dir: Path) -> None:
+    """Repeated TABLE_MAPs are copied from the first one's parse (TableMapEvent.moved):
+    every field but the place is the parse's, the place is the event's own."""
+    from dataclasses import fields
+
+    from binlake.binlog.table_map import TableMapEvent
+
+    dec = BinlogDecoder(file="f")
+    dec.feed((corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
+              ).read_bytes())
+    maps = [ev for ev in dec.events() if isinstance(ev, TableMapEvent)]
+    seen: dict[int, TableMapEvent] = {}
+    again = 0
+    for tm in maps:
+        first = seen.setdefault(tm.table_id, tm)
+        if first is tm or tm.columns is not first.columns:  # (a parse of its own)
+            continue
+        again += 1
+        assert (tm.offset, tm.header) != (first.offset, first.header)
+        for f in fields(TableMapEvent):
+            if f.name in ("header", "file", "offset", "end"):
+                continue
+            assert getattr(tm, f.name) == getattr(first, f.name), f.name
+        assert tm.row_decoders is first.row_decoders  # compiled decoders shared
+        assert tm.end == tm.offset + tm.header.event_size
+    assert again > 0
+
+
+def test_moved_carries_every_field() -> None:
+    """Every field of a TableMapEvent but its place survives `moved` (a field added later
+    and forgotten there fails here)."""
+    from dataclasses import fields
+
+    from binlake.binlog.table_map import TableMapEvent
+
+    values = {f.name: object() for f in fields(TableMapEvent)}
+    tm = TableMapEvent(**values)
+    place = {"header": object(), "file": object(), "offset": object(), "end": object()}
+    moved = tm.moved(**place)
+    for name, value in values.items():
+        assert getattr(moved, name) is place.get(name, value), name

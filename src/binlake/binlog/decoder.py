@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import replace
 from typing import Callable, Iterator, Protocol
 
 from ..versions import version_tuple
@@ -488,8 +487,7 @@ class BinlogDecoder:
             cached = self._tm_cache.get(body)
             if cached is not None:
                 # Same bytes as an earlier TABLE_MAP: reuse its parse (and compiled decoders).
-                tm = replace(cached, header=base["header"], file=base["file"],
-                             offset=base["offset"], end=base["end"])
+                tm = cached.moved(base["header"], base["file"], base["offset"], base["end"])
             else:
                 tm = decode_table_map(memoryview(body), base, self._post_header_len(code, 8),
                                       mariadb=self.fde is not None and self.fde.is_mariadb)
