@@ -236,3 +236,36 @@ def test_a_mapped_window_is_walked_in_place(tmp_path: Path) -> None:
         ahead.close()
         view.release()
     assert os.path.getsize(path) == len(data)
+
+
+def test_a_forked_child_lets_its_copy_go() -> None:
+    """A fork while a file is read (a worker pool started then): the child's copy has no
+    thread behind it; dropping it must neither hang nor touch the parent's."""
+    data = bytes(1 << 20)
+    ahead = _speedups.CrcAhead(0)
+    ahead.submit(data, 0)
+    pid = os.fork()
+    if pid == 0:  # the child: its copy refuses work and goes quietly
+        code = 1
+        try:
+            try:
+                ahead.wait()
+            except RuntimeError:
+                code = 0
+            ahead.close()
+            del ahead
+        finally:
+            os._exit(code)
+    import time
+
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:  # (it would wait forever for a thread it does not have)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung letting its copy go")
+    status = done[1]
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert ahead.wait() == 0 and ahead.failed == 1  # (zeros: no event) the parent's goes on
+    ahead.close()

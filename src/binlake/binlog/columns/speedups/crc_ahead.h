@@ -20,6 +20,8 @@
  *
  * The thread touches no Python object: submit() takes the window's buffer with the GIL,
  * wait() gives it back with the GIL, and deallocation stops and joins the thread first.
+ * A forked child's copy (a worker pool started while a file is read) has no thread behind
+ * it: it refuses work, and letting it go only gives its buffers back.
  *
  * Part of _speedups.c: one translation unit, these parts included in order (every
  * function static), so the parts read as modules without a C API between them. */
@@ -52,6 +54,7 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int started, stop;
+    pid_t owner;         /* the process that started the thread (a fork's child has none) */
     AheadSlot slot[AHEAD_SLOTS];
     int first, count;    /* the windows handed over and not yet waited for, oldest first */
     int next_walk;       /* how many of those the thread has walked */
@@ -159,6 +162,7 @@ static int CrcAhead_init(CrcAhead *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_OSError, "cannot start the checksum thread");
         return -1;
     }
+    self->owner = getpid();
     self->started = 1;
     return 0;
 }
@@ -169,6 +173,7 @@ static PyObject *CrcAhead_submit(CrcAhead *self, PyObject *args) {
     long long offset;
     if (!PyArg_ParseTuple(args, "OL", &obj, &offset)) return NULL;
     if (!self->started) { PyErr_SetString(PyExc_RuntimeError, "CrcAhead not started"); return NULL; }
+    if (getpid() != self->owner) { PyErr_SetString(PyExc_RuntimeError, "CrcAhead of another process"); return NULL; }
     if (self->count >= AHEAD_SLOTS) { PyErr_SetString(PyExc_RuntimeError, "too many windows ahead"); return NULL; }
     AheadSlot *s = &self->slot[(self->first + self->count) % AHEAD_SLOTS];
     if (PyObject_GetBuffer(obj, &s->view, PyBUF_SIMPLE) < 0) return NULL;
@@ -184,6 +189,7 @@ static PyObject *CrcAhead_submit(CrcAhead *self, PyObject *args) {
 /* wait() -> verified: the oldest window walked (its buffer given back) */
 static PyObject *CrcAhead_wait(CrcAhead *self, PyObject *unused) {
     if (self->count == 0) { PyErr_SetString(PyExc_RuntimeError, "no window to wait for"); return NULL; }
+    if (getpid() != self->owner) { PyErr_SetString(PyExc_RuntimeError, "CrcAhead of another process"); return NULL; }
     AheadSlot *s = &self->slot[self->first];
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
@@ -200,6 +206,14 @@ static PyObject *CrcAhead_wait(CrcAhead *self, PyObject *unused) {
 
 static void ahead_stop(CrcAhead *self) {
     if (!self->started) return;
+    if (getpid() != self->owner) {  /* a copy in a forked child: no thread to stop here, and
+                                       its lock may have been copied held */
+        self->started = 0;
+        for (int k = 0; k < self->count; k++)
+            PyBuffer_Release(&self->slot[(self->first + k) % AHEAD_SLOTS].view);
+        self->count = self->next_walk = 0;
+        return;
+    }
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
     self->stop = 1;
