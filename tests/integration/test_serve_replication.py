@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,8 +164,21 @@ def test_semi_sync_replica_against_a_primary_without_it(corpus_dir: Path, tmp_pa
     assert r.returncode != 0 and "semi-sync" in r.stderr.lower(), r.stderr
 
 
-def test_replica_resumes_exactly_after_the_primary_cuts_it(corpus_dir: Path, tmp_path: Path) -> None:
+def test_replica_resumes_exactly_after_the_primary_cuts_it(corpus_dir: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Three cuts in the middle of 131k row changes: no row lost, none twice."""
+    from binlake.serve.server import PrimaryServer
+
+    def paced(sock: Any, conn: Any) -> None:
+        # The whole 3 MB binlog fits in the sockets' buffers: sent at full speed, it could
+        # all be on the replica's side before the first cut, which then cuts nothing. Paced
+        # at ~4 MB/s, most of it is still to send when the replica reaches the cut.
+        data = conn.data_to_send()
+        for i in range(0, len(data), 4096):
+            sock.sendall(data[i:i + 4096])
+            time.sleep(0.001)
+
+    monkeypatch.setattr(PrimaryServer, "_flush", staticmethod(paced))
     paths = link_files(corpus_dir, tmp_path, MYSQL_SETS["9.5-7090-rows-events"])
     decoded = decode_lines(paths)
     rows = [line for line in decoded if is_row_change(line)]
