@@ -8,14 +8,13 @@ import os
 import random
 import zlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from binlake import files
 from binlake.binlog.columns.rowcodec import _speedups
-from binlake.errors import DecodeError
+from test_files_mapped import _read  # (every event as a tuple, and the error that stopped it)
 
 pytestmark = pytest.mark.skipif(_speedups is None or not hasattr(_speedups, "CrcAhead"),
                                 reason="needs the C extension (pure-Python runs check every CRC)")
@@ -141,16 +140,6 @@ def mapped(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> b
     monkeypatch.setattr(files, "_cpus", lambda: 2)
     monkeypatch.setattr(files, "CRC_AHEAD", request.param)
     return request.param
-
-
-def _read(path: Path, **kw: Any) -> tuple[list[tuple], tuple | None]:
-    out: list[tuple] = []
-    try:
-        for ev in files.read_events(path, allow_unknown=True, **kw):
-            out.append((type(ev).__name__, ev.offset, ev.end, repr(getattr(ev, "rows", None))))
-    except DecodeError as exc:
-        return out, (type(exc).__name__, exc.offset, str(exc))
-    return out, None
 
 
 def test_a_bad_checksum_fails_at_its_event(corpus_dir: Path, mapped: bool, tmp_path: Path) -> None:
