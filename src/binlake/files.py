@@ -64,7 +64,8 @@ _SEQUENTIAL = getattr(mmap, "MADV_SEQUENTIAL", None)
 def _map(fd: int, length: int, offset: int, *, populate: bool = True) -> mmap.mmap:
     """A read-only window, its pages mapped in one call where Linux's MAP_POPULATE can (a
     page fault per 64 KiB otherwise: ~0.1 s of the benchmark's 1.4 GB), else read ahead.
-    populate=False: a CrcAhead thread reads the window first, and faults it in itself."""
+    populate=False: a CrcAhead thread maps the pages itself (MADV_POPULATE_READ) as it
+    reads the window first."""
     if _POPULATE and populate:
         return mmap.mmap(fd, length, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ,
                          offset=offset)

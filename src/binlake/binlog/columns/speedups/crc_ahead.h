@@ -206,27 +206,23 @@ static PyObject *CrcAhead_wait(CrcAhead *self, PyObject *unused) {
 
 static void ahead_stop(CrcAhead *self) {
     if (!self->started) return;
-    if (getpid() != self->owner) {  /* a copy in a forked child: no thread to stop here, and
-                                       its lock may have been copied held */
-        self->started = 0;
-        for (int k = 0; k < self->count; k++)
-            PyBuffer_Release(&self->slot[(self->first + k) % AHEAD_SLOTS].view);
-        self->count = self->next_walk = 0;
-        return;
+    /* (a copy in a forked child has no thread to stop, and its lock may have been copied
+       held: it only gives its buffers back) */
+    if (getpid() == self->owner) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->mu);
+        self->stop = 1;
+        pthread_cond_broadcast(&self->cv);
+        pthread_mutex_unlock(&self->mu);
+        pthread_join(self->thread, NULL);  /* (it finishes the window it walks: milliseconds) */
+        Py_END_ALLOW_THREADS
+        pthread_cond_destroy(&self->cv);
+        pthread_mutex_destroy(&self->mu);
     }
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->mu);
-    self->stop = 1;
-    pthread_cond_broadcast(&self->cv);
-    pthread_mutex_unlock(&self->mu);
-    pthread_join(self->thread, NULL);  /* (it finishes the window it walks: milliseconds) */
-    Py_END_ALLOW_THREADS
     self->started = 0;
     for (int k = 0; k < self->count; k++)
         PyBuffer_Release(&self->slot[(self->first + k) % AHEAD_SLOTS].view);
     self->count = self->next_walk = 0;
-    pthread_cond_destroy(&self->cv);
-    pthread_mutex_destroy(&self->mu);
 }
 
 static PyObject *CrcAhead_close(CrcAhead *self, PyObject *unused) {
