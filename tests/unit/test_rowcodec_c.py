@@ -349,3 +349,87 @@ def test_json_text_buffer_grows_with_escapes() -> None:
         img, pos = jdec.json(b"\x00" + len(raw).to_bytes(4, "little") + raw, 0)
         assert pos == 5 + len(raw)
         assert img == json.dumps({"c0": text}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# -- updates: the after image's unchanged values are the before image's ---------------------
+
+def _valid_values(data: st.DataObject, cols: list[ColumnInfo]) -> list[bytes | None]:
+    """One well-formed row as each column's bytes (None: NULL)."""
+    return [None if data.draw(st.integers(0, 4)) == 0 else _encode_valid(c, data.draw)
+            for c in cols]
+
+
+def _row_bytes(values: list[bytes | None]) -> bytes:
+    nulls = sum(1 << i for i, v in enumerate(values) if v is None)
+    return nulls.to_bytes((len(values) + 7) // 8, "little") + b"".join(v for v in values if v)
+
+
+def _update_images(data: st.DataObject, cols: list[ColumnInfo]
+                   ) -> tuple[bytes, list[tuple[list[bytes | None], list[bytes | None]]]]:
+    """An update event's rows: 1-3 (before, after) images, each after image keeping some of
+    its before image's values byte for byte; as bytes and as each column's bytes."""
+    pairs = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        before = _valid_values(data, cols)
+        keep = data.draw(st.lists(st.booleans(), min_size=len(cols), max_size=len(cols)))
+        pairs.append((before, [b if k else a for b, a, k in
+                               zip(before, _valid_values(data, cols), keep)]))
+    return b"".join(_row_bytes(b) + _row_bytes(a) for b, a in pairs), pairs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_update_pairs_share_the_values_whose_bytes_did_not_change(data: st.DataObject) -> None:
+    """An after value with the before value's bytes is that same object; every value is what
+    decoding the after image alone gives."""
+    cols, _ = _valid_table(data)
+    dec = compile_c_row_decoder(cols, [True] * len(cols))
+    buf, pairs = _update_images(data, cols)
+    out: list = []
+    assert dec.many(buf, 0, len(buf), out, dec) == len(buf)
+    expect = _run(compile_python_row_decoder(cols, [True] * len(cols)), buf)
+    assert expect[0] == "ok" and _same(tuple(v for pair in out for v in pair), expect[1][0])
+    for (before, after), (bvals, avals) in zip(out, pairs):
+        for i, (bv, av) in enumerate(zip(bvals, avals)):
+            if bv is not None and bv is av:  # (the same bytes, kept)
+                assert after[i] is before[i], (i, cols[i])
+
+
+def test_update_pairs_share_across_different_images_and_not_json_documents() -> None:
+    """MINIMAL before image (the key alone) and a FULL after image: the key is shared. A
+    MySQL JSON document is a dict: decoded twice, so that the two images never share one."""
+    cols = [ColumnInfo(index=0, type=T.LONG, binlog_type=T.LONG, meta=0, nullable=True),
+            ColumnInfo(index=1, type=T.VARCHAR, binlog_type=T.VARCHAR, meta=100, nullable=True,
+                       collation=45),
+            ColumnInfo(index=2, type=T.JSON, binlog_type=T.JSON, meta=4, nullable=True)]
+    bdec = compile_c_row_decoder(cols, [True, False, False])
+    adec = compile_c_row_decoder(cols, [True, True, False])
+    key = struct.pack("<i", 7_000_001)  # (an int CPython does not cache)
+    buf = b"\x00" + key + b"\x00" + key + b"\x02hi"
+    out: list = []
+    assert bdec.many(buf, 0, len(buf), out, adec) == len(buf)
+    (before, after), = out
+    assert repr(before[1]) == "ABSENT" and after[:2] == (7_000_001, "hi")
+    assert after[0] is before[0]
+
+    full = compile_c_row_decoder(cols, [True, True, True])
+    doc = b"\x00\x00\x00\x04\x00"  # {} in MySQL's binary JSON
+    image = b"\x00" + key + b"\x02hi" + struct.pack("<I", len(doc)) + doc
+    out = []
+    assert full.many(image + image, 0, 2 * len(image), out, full) == 2 * len(image)
+    (before, after), = out
+    assert before == after == (7_000_001, "hi", {})
+    assert after[0] is before[0] and after[1] is before[1] and after[2] is not before[2]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_update_json_images_copy_the_unchanged_values_text(data: st.DataObject) -> None:
+    """An update event's packed JSON images (the after image's unchanged values copied from
+    the before image's text) are the images each encoded alone."""
+    cols, _ = _valid_table(data)
+    jdec, pydec, enc = _json_pair(cols, [True] * len(cols))
+    buf, pairs = _update_images(data, cols)
+    alone = [tuple(enc(pydec(_row_bytes(v), 0)[0]).encode() for v in pair) for pair in pairs]
+    packed, pos = jdec.json_rows(buf, 0, len(buf), jdec)
+    assert pos == len(buf) and list(packed) == alone

@@ -15,7 +15,8 @@
  * The code lives in the speedups/ headers, included below in order as one translation unit:
  * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 or AVX2 when the CPU has it),
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
- * text), row_decoder (the type and its methods), image_rows (an event's JSON images packed, and
+ * text), row_decoder (the type and its methods), update_pairs (an update's after image
+ * decoded with its before image: unchanged values not decoded twice), image_rows (an event's JSON images packed, and
  * Arrow string columns of them), objects (records and SlotMaker) and event_rows (the common
  * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
  * the decoder's thread or ahead of it); this file holds the module itself.
@@ -43,6 +44,7 @@
 #include "speedups/float_text.h"
 #include "speedups/json_rows.h"
 #include "speedups/row_decoder.h"
+#include "speedups/update_pairs.h"
 #include "speedups/image_rows.h"
 
 static PyObject *configure(PyObject *mod, PyObject *args) {

@@ -25,6 +25,11 @@ typedef struct {
 
 typedef struct { char *p; Py_ssize_t len, cap; } Buf;
 
+/* Where one value of an update's before image lies (update_pairs.h): its bytes in the event
+   (at < 0: nowhere to share from: absent, NULL) and, for JSON images, its text in the
+   side's buffer; `share`: both sides decode that column alike and its value may be shared. */
+typedef struct { Py_ssize_t at, width, text_at, text_len; int share; } Span;
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t ncols;

@@ -186,17 +186,25 @@ static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
     if (rows_view(self, bufobj, &view, &p, &end) < 0) return NULL;
     const unsigned char *b = view.buf;
     Side sd[2] = {{{0}}, {{0}}};
+    Span stack[SPANS_ON_STACK], *spans = NULL;
     /* JSON text runs a little longer than the binary image: one allocation in the common case */
     Py_ssize_t guess = (end - p) / sides + (end - p) / (2 * sides) + 64;
     for (int s = 0; s < sides; s++)
         if (buf_reserve(&sd[s].data, guess) < 0) goto fail;
     Py_ssize_t n = 0;
+    /* an update's after image: its unchanged values' text copied from the before image's */
+    if (sides == 2) spans = spans_plan(dec[0], dec[1], 1, stack);
     while (p < end) {
-        for (int s = 0; s < sides; s++)
-            if (write_row(dec[s], bufobj, b, end, &p, &sd[s].data) < 0 || side_mark(&sd[s], n) < 0)
-                goto fail;
+        if (write_row_spans(dec[0], bufobj, b, end, &p, &sd[0].data, spans, NULL) < 0
+            || side_mark(&sd[0], n) < 0)
+            goto fail;
+        if (sides == 2 && (write_row_spans(dec[1], bufobj, b, end, &p, &sd[1].data, spans,
+                                           spans != NULL ? sd[0].data.p : NULL) < 0
+                           || side_mark(&sd[1], n) < 0))
+            goto fail;
         n++;
     }
+    spans_free(spans, stack);
     PyBuffer_Release(&view);
     ImageRows *rows = PyObject_New(ImageRows, &ImageRowsType);
     if (rows == NULL) goto fail_released;
@@ -213,6 +221,7 @@ static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
     }
     return Py_BuildValue("(Nn)", (PyObject *)rows, p);
 fail:
+    spans_free(spans, stack);
     PyBuffer_Release(&view);
 fail_released:
     for (int s = 0; s < 2; s++) {

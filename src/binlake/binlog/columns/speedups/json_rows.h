@@ -193,29 +193,50 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
 }
 
 /* One row image at *pp appended to `o` as JSON object text; advances *pp. On error `o`
-   may hold part of the image: callers drop it (encode_row resets, json_rows frees). */
-static int write_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
-                     Py_ssize_t *pp, Buf *o) {
-    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8;
+   may hold part of the image: callers drop it (encode_row resets, json_rows frees). For an
+   update's images (update_pairs.h), with `spans`: a before image (`from` NULL) notes where
+   each value lay and where its text went in `o`; an after image copies the text, from the
+   before image's buffer `from`, of each value whose bytes are the same. */
+static int write_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                           Py_ssize_t n, Py_ssize_t *pp, Buf *o, Span *spans, const char *from) {
+    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, w;
     NEEDI(nb);
     const unsigned char *nulls = b + p;
     p += nb;
     if (putch(o, '{') < 0) return -1;
     Py_ssize_t k = 0;
-    int first = 1;
+    int first = 1, keep = spans != NULL && from == NULL;
     for (Py_ssize_t i = 0; i < self->ncols; i++) {
         const ColOp *op = &self->ops[i];
+        if (keep) spans[i].at = -1;
         if (op->op == OP_ABSENT) continue;
         if (!first && putch(o, ',') < 0) return -1;
         first = 0;
         if (put(o, PyBytes_AS_STRING(op->key), PyBytes_GET_SIZE(op->key)) < 0) return -1;
         if (nulls[k >> 3] & (1 << (k & 7))) { if (put(o, "null", 4) < 0) return -1; }
-        else if (encode_value(op, bufobj, b, n, &p, o) < 0) return -1;
+        else if (from != NULL && (w = span_same(&spans[i], op, bufobj, b, n, p)) >= 0) {
+            if (put(o, from + spans[i].text_at, spans[i].text_len) < 0) return -1;
+            p += w;
+        } else {
+            Py_ssize_t at = p, text_at = o->len;
+            if (encode_value(op, bufobj, b, n, &p, o) < 0) return -1;
+            if (keep) {
+                spans[i].at = at;
+                spans[i].width = p - at;
+                spans[i].text_at = text_at;
+                spans[i].text_len = o->len - text_at;
+            }
+        }
         k++;
     }
     if (putch(o, '}') < 0) return -1;
     *pp = p;
     return 0;
+}
+
+static int write_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                     Py_ssize_t *pp, Buf *o) {
+    return write_row_spans(self, bufobj, b, n, pp, o, NULL, NULL);
 }
 
 /* One row image at *pp -> the JSON object text as bytes; advances *pp. */

@@ -41,8 +41,14 @@ typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_
 /* Append each row image of [p, end) to `out` (pairs with `adec`, an update's after
    image); returns where the images end, or -1 with an exception. Shared by many(),
    json_many() and the rows-event scanner (event_rows.h). */
+static Py_ssize_t pairs_into(RowDecoder *bdec, RowDecoder *adec, PyObject *bufobj,
+                             const unsigned char *b, Py_ssize_t p, Py_ssize_t end,
+                             PyObject *out);  /* update_pairs.h */
+
 static Py_ssize_t many_into(RowDecoder *self, RowDecoder *adec, row_fn one, PyObject *bufobj,
                             const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject *out) {
+    if (adec != NULL && one == decode_row)  /* an update: unchanged values decoded once */
+        return pairs_into(self, adec, bufobj, b, p, end, out);
     while (p < end) {
         PyObject *row = one(self, bufobj, b, end, &p);
         if (row == NULL) return -1;

@@ -344,10 +344,15 @@ static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned 
     return v;
 }
 
-/* One row image at *pp -> tuple over all columns; advances *pp. */
-static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                            Py_ssize_t n, Py_ssize_t *pp) {
-    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8;
+static Py_ssize_t span_same(const Span *sp, const ColOp *op, PyObject *bufobj,
+                            const unsigned char *b, Py_ssize_t n, Py_ssize_t p);  /* update_pairs.h */
+
+/* One row image at *pp -> tuple over all columns; advances *pp. For an update's images
+   (update_pairs.h), with `spans`: a before image (`before` NULL) notes where each value
+   lay; an after image takes the value of `before` for each one whose bytes are the same. */
+static PyObject *decode_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                                  Py_ssize_t n, Py_ssize_t *pp, Span *spans, PyObject *before) {
+    Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, w;
     NEED(nb);
     const unsigned char *nulls = b + p;
     p += nb;
@@ -357,19 +362,31 @@ static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned c
     for (Py_ssize_t i = 0; i < self->ncols; i++) {
         const ColOp *op = &self->ops[i];
         PyObject *v;
+        Py_ssize_t at = -1;
         if (op->op == OP_ABSENT) { v = g_absent; Py_INCREF(v); }
         else {
             if (nulls[k >> 3] & (1 << (k & 7))) { v = Py_None; Py_INCREF(v); }
-            else {
+            else if (before != NULL && (w = span_same(&spans[i], op, bufobj, b, n, p)) >= 0) {
+                v = PyTuple_GET_ITEM(before, i);
+                Py_INCREF(v);
+                p += w;
+            } else {
+                at = p;
                 v = decode_value(op, bufobj, b, n, &p);
                 if (v == NULL) { Py_DECREF(row); return NULL; }
             }
             k++;
         }
+        if (spans != NULL && before == NULL) { spans[i].at = at; spans[i].width = p - at; }
         PyTuple_SET_ITEM(row, i, v);
     }
     *pp = p;
     return row;
+}
+
+static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                            Py_ssize_t n, Py_ssize_t *pp) {
+    return decode_row_spans(self, bufobj, b, n, pp, NULL, NULL);
 }
 
 #endif  /* BINLAKE_SPEEDUPS_VALUES_H */
