@@ -106,8 +106,9 @@ static PyObject *decode_decimal(const ColOp *op, const unsigned char *s) {
     text[len++] = '-';
     if (scale >= 10) text[len++] = (char)('0' + scale / 10);
     text[len++] = (char)('0' + scale % 10);
-    PyObject *str = PyUnicode_FromStringAndSize(text, len);
+    PyObject *str = PyUnicode_New(len, 127);  /* ASCII: no UTF-8 decoding of the digits */
     if (str == NULL) return NULL;
+    memcpy(PyUnicode_DATA(str), text, (size_t)len);
     PyObject *res = PyObject_CallOneArg(g_decimal, str);
     Py_DECREF(str);
     return res;
