@@ -9,9 +9,9 @@
  * How: the before image is decoded noting where each value lay (decode_row_spans,
  * write_row_spans for JSON images); for each value of the after image the width is read
  * (skip_value: the length prefix or the type's size) and, when the bytes are the before
- * value's, the value is the before one:
- * the same object (Python values: every type shared here is immutable: int, float, str,
- * bytes, Decimal, date/time values) or a copy of its JSON text (JSON images). A column
+ * value's, the value is the before one: the same object (Python values: every type shared
+ * here is immutable: int, float, str, bytes, Decimal, date/time values) or a copy of its
+ * JSON text (JSON images). A column
  * the two sides decode differently (not the case for a table's own two images, checked
  * anyway), a value decoded by a Python call (its width is not known without it) and, for
  * Python values, a JSON document (a mutable dict or list) are decoded as before.
