@@ -25,7 +25,9 @@
 #define SPANS_ON_STACK 64
 
 /* Whether column i may be shared: decoded alike on both sides, by an op whose value
-   depends on its bytes alone (json: as JSON text, which a JSON document's is too). */
+   depends on its bytes alone (json: as JSON text, which a JSON document's is too). The
+   op and its parameters are compared; a JSON image's formatter and labels are not: both
+   sides' come from the same column of the same TABLE_MAP (rowcodec's compile_json_row_decoder). */
 static int span_shares(const ColOp *bop, const ColOp *aop, int json) {
     if (bop->op != aop->op || bop->a != aop->a || bop->b != aop->b || bop->c != aop->c)
         return 0;
