@@ -73,24 +73,55 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
 def test_without_the_c_buffers(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _paths(corpus_dir)[0]
     expect = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
-    monkeypatch.setattr(arrow, "_column", None)
+    monkeypatch.setattr(arrow, "_ImageColumn", None)  # image columns kept as Python lists
     monkeypatch.setattr(arrow, "_runs", None)  # pyarrow.compute expands the segments
     monkeypatch.setattr(arrow, "_ImageRows", None)  # packed rows read as a plain sequence
     got = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
     assert expect.equals(got)
 
 
-def test_nulls_empty_and_non_ascii_images() -> None:
+def _column(parts: list) -> object:
+    """An image column written from parts: k (k nulls), a list (images or None, one by one
+    but for the first, which goes by extend) or (ImageRows, side, start, stop) (a run)."""
+    col = arrow._new_column()
+    for part in parts:
+        if type(part) is int:
+            col.nulls(part)
+        elif type(part) is tuple:
+            col.run(*part)
+        elif part:
+            col.append(part[0])
+            col.extend(part[1:])
+    return col
+
+
+@pytest.mark.parametrize("c_columns", [True, False])
+def test_nulls_empty_and_non_ascii_images(monkeypatch: pytest.MonkeyPatch, c_columns: bool) -> None:
+    if not c_columns:
+        monkeypatch.setattr(arrow, "_ImageColumn", None)
+    elif arrow._ImageColumn is None:
+        pytest.skip("needs the C extension")
     images = [b'{"a":"\xc3\xa9"}', None, b"", None, b'{"b":1}'] * 3
-    arr = arrow._image_array([images], len(images))
+    arr = arrow._image_array(_column([images]), len(images))
     arr.validate(full=True)
     assert arr.to_pylist() == [None if v is None else v.decode() for v in images]
-    assert arrow._image_array([], 0).to_pylist() == []
-    assert arrow._image_array([[None], 1], 2).null_count == 2
+    assert arrow._image_array(_column([]), 0).to_pylist() == []
+    assert arrow._image_array(_column([[None], 1]), 2).null_count == 2
+    # nulls after 9 valid rows, then valid rows again: the bits made late cover the rows before
+    late = [b"1"] * 9 + [None] * 2 + [b"22"] * 7
+    arr = arrow._image_array(_column([late[:9], 2, late[11:]]), len(late))
+    assert arr.to_pylist() == [None if v is None else v.decode() for v in late]
+    col = _column([[b"ab", None]])
+    assert len(col) == 2 and col.nbytes == 2
+    assert arrow._image_array(col, 2).to_pylist() == ["ab", None]
+    assert len(col) == 0 and col.nbytes == 0  # finished: the column starts empty
+    assert arrow._image_array(_column([[b"c"]]), 1).null_count == 0
     with pytest.raises(TypeError):
-        arrow._image_array([["str"]], 1)  # type: ignore[list-item]
+        _column([["str"]])
+    with pytest.raises(ValueError):
+        _column([-1])
     with pytest.raises(RuntimeError):
-        arrow._image_array([images], len(images) + 1)  # the rows must add up
+        arrow._image_array(_column([images]), len(images) + 1)  # the rows must add up
 
 
 def _packed_events(corpus_dir: Path) -> list:
@@ -112,15 +143,15 @@ def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
             mid = n // 2
             parts = [[b'{"x":1}', None], 3, (rows, side, 0, mid), [], (rows, side, mid, n),
                      (rows, side, n, n), 1]
-            arr = arrow._image_array(parts, n + 6)
+            arr = arrow._image_array(_column(parts), n + 6)
             arr.validate(full=True)
             want = [b'{"x":1}', None, None, None, None] + images + [None]
             assert arr.to_pylist() == [None if v is None else v.decode() for v in want]
             assert rows.nbytes(0, mid) + rows.nbytes(mid, n) == rows.nbytes()
     with pytest.raises(ValueError):
-        arrow._image_array([(events[0].rows, 0, 0, len(events[0].rows) + 1)], 1)
+        _column([(events[0].rows, 0, 0, len(events[0].rows) + 1)])
     with pytest.raises(ValueError):
-        arrow._image_array([(events[0].rows, 2, 0, 1)], 1)  # no such side
+        _column([(events[0].rows, 2, 0, 1)])  # no such side
 
 
 def test_empty_builder() -> None:

@@ -114,10 +114,10 @@ class CdcBatchBuilder:
     Records are kept by segment: a rows event (or the part of one in this batch) is one
     segment, whose op, table, position, gtid and time are stored once, not once per row; a
     single record (`add`) is a segment of one row. Per row only the row number is kept; the
-    images are kept as parts of their column: a run of nulls, a list of images, or a run of
-    an event's packed images (ImageRows), which `flush` copies into the column in one go.
-    `flush` expands the segment columns to rows in Arrow (run-end decoding), so a row costs
-    no Python tuple and no Python-level transpose.
+    images go straight into their Arrow column (an ImageColumn, in C): an event's packed
+    images (ImageRows) in one copy while they are still in cache. `flush` expands the
+    segment columns to rows in Arrow (run-end decoding), so a row costs no Python tuple and
+    no Python-level transpose.
     """
 
     def __init__(self) -> None:
@@ -129,9 +129,8 @@ class CdcBatchBuilder:
         self._segs: list[tuple[Any, ...]] = []
         self._ends = array("i")     # run ends: the number of rows up to each segment's end
         self._row = array("i")      # per row: its row number in its event
-        # image parts per column: k (k nulls) | [bytes | None, ...] | (ImageRows, side, start, stop)
-        self._before: list[Any] = []
-        self._after: list[Any] = []
+        self._before: Any = _new_column()  # the before/after image columns being written
+        self._after: Any = _new_column()
         self._n = 0
         self._bytes = 0
 
@@ -159,15 +158,15 @@ class CdcBatchBuilder:
                 after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after).encode()
             self._bytes += len(before or b"") + len(after or b"")
             query = ddl_text = None
-            _push(self._before, before)
-            _push(self._after, after)
+            self._before.append(before)
+            self._after.append(after)
         else:  # statement records: truncate, ddl
             before = after = None
             ddl = rec.ddl
             query = rec.statement
             ddl_text = dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
-            _push(self._before, None)
-            _push(self._after, None)
+            self._before.nulls(1)
+            self._after.nulls(1)
         self._segs.append((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,
                            rec.inner, rec.gtid, rec.timestamp, self._file_index(rec.file),
                            query, ddl_text))
@@ -193,8 +192,8 @@ class CdcBatchBuilder:
             for rec in recs:
                 self.add(rec)
             return
-        self._before.append(before)
-        self._after.append(after)
+        self._before.extend(before)
+        self._after.extend(after)
         self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
         file = first.file
         fidx = self._fidx.get(file)
@@ -216,16 +215,16 @@ class CdcBatchBuilder:
         if n <= 0:
             return
         kind = ev.kind
-        if type(rows) is _ImageRows:  # packed JSON images: kept as runs, copied at flush
+        if type(rows) is _ImageRows:  # packed JSON images: each side copied in one go
             if kind == "update":
-                self._before.append((rows, 0, start, stop))
-                self._after.append((rows, 1, start, stop))
+                self._before.run(rows, 0, start, stop)
+                self._after.run(rows, 1, start, stop)
             elif kind == "insert":
-                self._before.append(n)
-                self._after.append((rows, 0, start, stop))
+                self._before.nulls(n)
+                self._after.run(rows, 0, start, stop)
             else:
-                self._before.append((rows, 0, start, stop))
-                self._after.append(n)
+                self._before.run(rows, 0, start, stop)
+                self._after.nulls(n)
             self._bytes += rows.nbytes(start, stop)
         else:
             if start or stop < total:
@@ -236,20 +235,18 @@ class CdcBatchBuilder:
                 after: Any = list(map(_second, rows))
                 if type(before[0]) is not bytes:
                     before, after = self._encoded(ev, before), self._encoded(ev, after)
-                self._before.append(before)
-                self._after.append(after)
+                self._before.extend(before)
+                self._after.extend(after)
                 self._bytes += sum(map(len, before)) + sum(map(len, after))
             else:
                 if type(rows[0]) is not bytes:
                     rows = self._encoded(ev, rows)
-                elif rows is ev.rows or type(rows) is not list:
-                    rows = list(rows)  # our own list: single records are pushed onto it
                 if kind == "insert":
-                    self._before.append(n)
-                    self._after.append(rows)
+                    self._before.nulls(n)
+                    self._after.extend(rows)
                 else:
-                    self._before.append(rows)
-                    self._after.append(n)
+                    self._before.extend(rows)
+                    self._after.nulls(n)
                 self._bytes += sum(map(len, rows))
         tm, file = ev.table, ev.file
         fidx = self._fidx.get(file)
@@ -320,49 +317,73 @@ def _int32_array(values: array) -> pa.Array:
     return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
 
 
-def _push(parts: list[Any], image: bytes | None) -> None:
-    """One image (or None) onto a column's parts: single records share one list part."""
-    if parts and type(parts[-1]) is list:
-        parts[-1].append(image)
-    else:
-        parts.append([image])
+class _ListColumn:
+    """An image column kept as a Python list, where there is no C extension (ImageColumn's
+    methods; no packed images come without it either)."""
 
+    def __init__(self) -> None:
+        self._images: list[bytes | None] = []
 
-def _image_array(parts: list[Any], n: int) -> pa.Array:
-    """A column's image parts (runs of nulls, lists of UTF-8 bytes or None, runs of packed
-    images) as one string array of n rows, its data written in one go: converting item by
-    item would cost more than writing the images did.
+    def __len__(self) -> int:
+        return len(self._images)
 
-    The images are UTF-8 by construction (the C writer validates every text it copies and
-    encodes the rest from str; the Python encoder's str is encoded strictly), so Arrow checks
-    the offsets, not the UTF-8 again."""
-    if _column is not None:
-        rows, validity, offsets, data = _column(parts, pa.allocate_buffer)
-        validity = None if validity is None else pa.py_buffer(validity)
-    else:  # no C extension: no packed images either
-        images: list[bytes | None] = []
-        for part in parts:
-            if type(part) is int:
-                images += repeat(None, part)
-            else:
-                images += part
-        rows = len(images)
+    @property
+    def nbytes(self) -> int:
+        return sum(len(v) for v in self._images if v is not None)
+
+    def nulls(self, k: int) -> None:
+        if k < 0:
+            raise ValueError("negative null run")
+        self._images += repeat(None, k)
+
+    def append(self, image: bytes | None) -> None:
+        if image is not None and type(image) is not bytes:
+            raise TypeError(f"row images must be bytes or None, not {type(image).__name__}")
+        self._images.append(image)
+
+    def extend(self, images: Iterable[bytes | None]) -> None:
+        for image in images:
+            self.append(image)
+
+    def run(self, rows: Any, side: int, start: int, stop: int) -> None:
+        raise TypeError("packed images (ImageRows) come with the C extension only")
+
+    def finish(self) -> tuple[int, Any, Any, Any]:
+        images, self._images = self._images, []
         present = [v is not None for v in images]
         blob = b"".join([v for v in images if v is not None])
         if len(blob) >= 1 << 31:
             raise ValueError("a CDC batch holds 2 GiB of row images or more: lower its size")
         offs = array("i", [0])
         offs.extend(accumulate([len(v) if v is not None else 0 for v in images]))
-        offsets, data = offs, pa.py_buffer(blob)
-        validity = None if all(present) else pa.array(present, pa.bool_()).buffers()[1]
+        validity = None
+        if not all(present):
+            validity = pa.array(present, pa.bool_()).buffers()[1].to_pybytes()
+        return len(images), validity, offs, blob
+
+
+def _new_column() -> Any:
+    """An empty image column: ImageColumn (C), else a _ListColumn."""
+    return _ImageColumn() if _ImageColumn is not None else _ListColumn()
+
+
+def _image_array(column: Any, n: int) -> pa.Array:
+    """An image column's rows as one string array of n rows (the column starts empty).
+
+    The images are UTF-8 by construction (the C writer validates every text it copies and
+    encodes the rest from str; the Python encoder's str is encoded strictly), so Arrow checks
+    the offsets, not the UTF-8 again."""
+    rows, validity, offsets, data = column.finish()
     if rows != n:
         raise RuntimeError(f"CDC batch of {n} rows got {rows} row images")
-    arr = pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), data])
+    bufs = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(offsets),
+            pa.py_buffer(data)]
+    arr = pa.Array.from_buffers(pa.string(), n, bufs)
     arr.validate()
     return arr
 
 
-_column = getattr(_speedups, "image_column", None)
+_ImageColumn = getattr(_speedups, "ImageColumn", None)
 _runs = getattr(_speedups, "run_column", None)
 _ImageRows = getattr(_speedups, "ImageRows", None)
 

@@ -46,6 +46,7 @@
 #include "speedups/row_decoder.h"
 #include "speedups/update_pairs.h"
 #include "speedups/image_rows.h"
+#include "speedups/image_column.h"
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
@@ -71,10 +72,6 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
      "set_pow10(table): 126-bit powers of ten for the JSON writer's float text (rowcodec.py)."},
-    {"image_column", image_column, METH_VARARGS,
-     "image_column(parts, allocate) -> (rows, validity or None, offsets, data): the buffers of "
-     "an Arrow string column of image parts (k nulls, a list of bytes/None, or (ImageRows, side, "
-     "start, stop)), the data written into allocate(size)."},
     {"run_column", run_column, METH_VARARGS,
      "run_column(values, ends, kind, scale, fill) -> (validity or None, data[, offsets]): an "
      "Arrow column of values repeated over runs ending at `ends` (int32 bytes); kind 'q' "
@@ -111,7 +108,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     crc32_init();
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
-        || PyType_Ready(&ImageRowsType) < 0 || event_rows_init() < 0) return NULL;
+        || PyType_Ready(&ImageRowsType) < 0 || PyType_Ready(&ImageColumnType) < 0
+        || PyType_Ready(&ImageDataType) < 0 || event_rows_init() < 0) return NULL;
     static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};
     for (int i = 0; i < 5; i++) {
         g_time_fields[i] = PyUnicode_InternFromString(names[i]);
@@ -128,7 +126,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "ImageRows", (PyObject *)&ImageRowsType) < 0) {
+    if (PyModule_AddObjectRef(m, "ImageRows", (PyObject *)&ImageRowsType) < 0
+        || PyModule_AddObjectRef(m, "ImageColumn", (PyObject *)&ImageColumnType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

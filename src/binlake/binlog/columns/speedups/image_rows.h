@@ -1,12 +1,11 @@
-/* A rows event's JSON images packed in one buffer per side, and Arrow string columns built
- * from them (the Arrow/Spark path).
+/* A rows event's JSON images packed in one buffer per side (the Arrow/Spark path).
  *
  * Why: a bytes object per image cost an allocation, a copy and a free per row, and the
  * images were copied once more into the Arrow column. ImageRows keeps an event's images
- * back to back (an update's before and after images on two sides), and image_column()
- * copies a whole run of them into the column with one memcpy. ImageRows still reads as the
- * list of rows it replaces (len, index, iterate, compare): bytes per image, (before, after)
- * pairs for an update, built on access.
+ * back to back (an update's before and after images on two sides), and an ImageColumn
+ * (image_column.h) copies a whole run of them into its column with one memcpy. ImageRows
+ * still reads as the list of rows it replaces (len, index, iterate, compare): bytes per
+ * image, (before, after) pairs for an update, built on access.
  *
  * Part of _speedups.c: one translation unit, these parts included in order (every
  * function static), so the parts read as modules without a C API between them. */
@@ -18,14 +17,63 @@ typedef struct {
     Py_ssize_t n;            /* rows */
     int sides;               /* 2 for an update (before, after), else 1 */
     char *data[2];           /* each side's images back to back */
+    Py_ssize_t cap[2];       /* the size of data[s] (it goes back to the pool whole) */
     Py_ssize_t *ends[2];     /* ends[s][i]: where image i of side s ends in data[s] */
 } ImageRows;
 
 static PyTypeObject ImageRowsType;
 
+/* Freed buffers kept for reuse (all under the GIL): the image buffers of freed ImageRows
+ * (img_pool) and the data of freed Arrow image columns (col_pool, image_column.h).
+ *
+ * Why: a CDC batch holds some MiB of images, all freed at once when it is flushed or
+ * dropped; malloc gave that memory back to the OS (the heap's top trimmed, a big block
+ * unmapped) and the next batch's images were written into fresh pages, each one faulted in
+ * and zeroed by the kernel: a tenth of the Arrow path's time on the benchmark's `large`
+ * table. Bounded: at most `slots` buffers and `limit` bytes in a pool; what does not fit is
+ * freed. */
+typedef struct { char *p; Py_ssize_t cap; } Pooled;
+typedef struct { Pooled *slot; int slots, n; Py_ssize_t bytes, limit; } BufPool;
+
+static Pooled img_pool_slots[256];
+static BufPool img_pool = {img_pool_slots, 256, 0, 0, (Py_ssize_t)32 << 20};
+
+static void pool_put(BufPool *pool, char *p, Py_ssize_t cap) {
+    if (p == NULL) return;
+    if (pool->n < pool->slots && pool->bytes + cap <= pool->limit) {
+        pool->slot[pool->n].p = p;
+        pool->slot[pool->n].cap = cap;
+        pool->n++;
+        pool->bytes += cap;
+        return;
+    }
+    PyMem_Free(p);
+}
+
+/* An empty buffer of at least `want` bytes from the pool into *b: the smallest that fits,
+   and, with `close` set, not over four times `want` (a small event must not pin a big
+   buffer); b is left as it is when none fits. */
+static void pool_take(BufPool *pool, Buf *b, Py_ssize_t want, int close) {
+    int best = -1;
+    for (int i = pool->n - 1; i >= 0; i--) {
+        Py_ssize_t cap = pool->slot[i].cap;
+        if (cap >= want && (!close || cap / 4 <= want)
+                && (best < 0 || cap < pool->slot[best].cap)) {
+            best = i;
+            if (cap - want <= want / 8) break;  /* close enough */
+        }
+    }
+    if (best < 0) return;
+    b->p = pool->slot[best].p;
+    b->cap = pool->slot[best].cap;
+    b->len = 0;
+    pool->bytes -= b->cap;
+    pool->slot[best] = pool->slot[--pool->n];
+}
+
 static void ImageRows_dealloc(ImageRows *self) {
     for (int s = 0; s < 2; s++) {
-        PyMem_Free(self->data[s]);
+        pool_put(&img_pool, self->data[s], self->cap[s]);
         PyMem_Free(self->ends[s]);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -189,8 +237,10 @@ static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
     Span stack[SPANS_ON_STACK], *spans = NULL;
     /* JSON text runs a little longer than the binary image: one allocation in the common case */
     Py_ssize_t guess = (end - p) / sides + (end - p) / (2 * sides) + 64;
-    for (int s = 0; s < sides; s++)
+    for (int s = 0; s < sides; s++) {
+        pool_take(&img_pool, &sd[s].data, guess, 1);
         if (buf_reserve(&sd[s].data, guess) < 0) goto fail;
+    }
     Py_ssize_t n = 0;
     /* an update's after image: its unchanged values' text copied from the before image's */
     if (sides == 2) spans = spans_plan(dec[0], dec[1], 1, stack);
@@ -212,11 +262,16 @@ static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
     rows->sides = sides;
     for (int s = 0; s < 2; s++) {
         Buf *d = &sd[s].data;
-        if (d->p != NULL && d->cap - d->len > 4096 && d->cap - d->len > d->len / 4) {
-            char *np = PyMem_Realloc(d->p, d->len ? d->len : 1);  /* give back the slack */
-            if (np != NULL) d->p = np;
+        if (d->p != NULL && d->cap - d->len > 4096 && d->cap - d->len > d->len) {
+            /* give back the slack (the buffer held twice its images or more) */
+            char *np = PyMem_Realloc(d->p, d->len ? d->len : 1);
+            if (np != NULL) {
+                d->p = np;
+                d->cap = d->len ? d->len : 1;
+            }
         }
         rows->data[s] = d->p;
+        rows->cap[s] = d->cap;
         rows->ends[s] = sd[s].ends;
     }
     return Py_BuildValue("(Nn)", (PyObject *)rows, p);
@@ -225,257 +280,10 @@ fail:
     PyBuffer_Release(&view);
 fail_released:
     for (int s = 0; s < 2; s++) {
-        PyMem_Free(sd[s].data.p);
+        pool_put(&img_pool, sd[s].data.p, sd[s].data.cap);
         PyMem_Free(sd[s].ends);
     }
     return NULL;
-}
-
-/* image_column(parts, allocate) -> (rows, validity or None, offsets, data): the buffers of
-   an Arrow string column, the data written into allocate(total) (pyarrow.allocate_buffer:
-   Arrow's pool reuses its pages). Parts, in order: an int k (k nulls), a list of bytes/None,
-   or (ImageRows, side, start, stop), a run of an event's packed images (one memcpy). One
-   pass to size, one to copy; no Python object per row. The images are UTF-8 already (the C
-   writer validates every text it copies; the rest comes from str.encode()).
-
-   (Writing the images of consecutive events into shared chunks that Arrow then views saved
-   the copy, but cost as much in fresh pages for the chunks a batch pins, and more memory:
-   measured no faster on the benchmark's 289 MB, peak RSS 132 -> 208 MB.) */
-static int part_run(PyObject *part, ImageRows **rows, int *side, Py_ssize_t *start, Py_ssize_t *stop) {
-    if (PyTuple_GET_SIZE(part) != 4 || Py_TYPE(PyTuple_GET_ITEM(part, 0)) != &ImageRowsType) {
-        PyErr_SetString(PyExc_TypeError, "an image run is (ImageRows, side, start, stop)");
-        return -1;
-    }
-    *rows = (ImageRows *)PyTuple_GET_ITEM(part, 0);
-    Py_ssize_t sd = PyLong_AsSsize_t(PyTuple_GET_ITEM(part, 1));
-    *start = PyLong_AsSsize_t(PyTuple_GET_ITEM(part, 2));
-    *stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(part, 3));
-    if (PyErr_Occurred()) return -1;
-    *side = sd == 1;
-    if (sd < 0 || sd >= (*rows)->sides || *start < 0 || *stop < *start || *stop > (*rows)->n) {
-        PyErr_SetString(PyExc_ValueError, "image run out of range");
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *image_column(PyObject *mod, PyObject *args) {
-    PyObject *parts, *allocate;
-    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &parts, &allocate)) return NULL;
-    /* parts is our own list: copied to a tuple so allocate() (Python code) cannot change it */
-    PyObject *frozen = PyList_AsTuple(parts);
-    if (frozen == NULL) return NULL;
-    PyObject *offsets = NULL, *validity = NULL, *data = NULL;
-    Py_buffer view = {0};
-    Py_ssize_t np = PyTuple_GET_SIZE(frozen), n = 0, nulls = 0, total = 0;
-    ImageRows *rows;
-    int side;
-    Py_ssize_t start, stop;
-    for (Py_ssize_t j = 0; j < np; j++) {
-        PyObject *part = PyTuple_GET_ITEM(frozen, j);
-        if (PyLong_Check(part)) {
-            Py_ssize_t k = PyLong_AsSsize_t(part);
-            if (k < 0) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative null run"); goto fail; }
-            n += k;
-            nulls += k;
-        } else if (PyList_Check(part)) {
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(part); i++) {
-                PyObject *v = PyList_GET_ITEM(part, i);
-                n++;
-                if (v == Py_None) { nulls++; continue; }
-                if (!PyBytes_Check(v)) {
-                    PyErr_Format(PyExc_TypeError, "row images must be bytes or None, not %.100s",
-                                 Py_TYPE(v)->tp_name);
-                    goto fail;
-                }
-                total += PyBytes_GET_SIZE(v);
-            }
-        } else if (PyTuple_Check(part)) {
-            if (part_run(part, &rows, &side, &start, &stop) < 0) goto fail;
-            n += stop - start;
-            if (stop > start)
-                total += rows->ends[side][stop - 1] - (start ? rows->ends[side][start - 1] : 0);
-        } else {
-            PyErr_Format(PyExc_TypeError, "not an image part: %.100s", Py_TYPE(part)->tp_name);
-            goto fail;
-        }
-        if (total >= ((Py_ssize_t)1 << 31)) {  /* Arrow's string offsets are int32 */
-            PyErr_SetString(PyExc_ValueError,
-                            "a CDC batch holds 2 GiB of row images or more: lower its size");
-            goto fail;
-        }
-    }
-    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
-    validity = nulls ? PyBytes_FromStringAndSize(NULL, (n + 7) / 8) : Py_NewRef(Py_None);
-    if (offsets == NULL || validity == NULL) goto fail;
-    data = PyObject_CallFunction(allocate, "n", total);
-    if (data == NULL || PyObject_GetBuffer(data, &view, PyBUF_WRITABLE) < 0) goto fail;
-    if (view.len < total) goto changed;
-    char *d = view.buf;
-    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
-    unsigned char *bits = nulls ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
-    if (bits) memset(bits, 0xFF, (n + 7) / 8);
-    Py_ssize_t at = 0, i = 0;
-    off[0] = 0;
-    for (Py_ssize_t j = 0; j < np; j++) {
-        PyObject *part = PyTuple_GET_ITEM(frozen, j);
-        if (PyLong_Check(part)) {
-            Py_ssize_t k = PyLong_AsSsize_t(part);
-            if (i + k > n || (k && bits == NULL)) goto changed;
-            for (Py_ssize_t e = i + k; i < e; i++) {
-                bits[i >> 3] &= (unsigned char)~(1 << (i & 7));
-                off[i + 1] = (int32_t)at;
-            }
-        } else if (PyList_Check(part)) {
-            /* allocate() ran Python code: the lists are checked again, not trusted */
-            for (Py_ssize_t q = 0; q < PyList_GET_SIZE(part); q++, i++) {
-                PyObject *v = PyList_GET_ITEM(part, q);
-                if (i >= n) goto changed;
-                if (v == Py_None) {
-                    if (bits == NULL) goto changed;
-                    bits[i >> 3] &= (unsigned char)~(1 << (i & 7));
-                } else {
-                    if (!PyBytes_Check(v) || at + PyBytes_GET_SIZE(v) > total) goto changed;
-                    memcpy(d + at, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
-                    at += PyBytes_GET_SIZE(v);
-                }
-                off[i + 1] = (int32_t)at;
-            }
-        } else {
-            if (part_run(part, &rows, &side, &start, &stop) < 0) goto fail;
-            if (stop == start) continue;
-            Py_ssize_t *ends = rows->ends[side], base = start ? ends[start - 1] : 0;
-            Py_ssize_t len = ends[stop - 1] - base;
-            if (at + len > total || i + (stop - start) > n) goto changed;
-            memcpy(d + at, rows->data[side] + base, len);
-            Py_ssize_t shift = at - base;
-            for (Py_ssize_t r = start; r < stop; r++) off[++i] = (int32_t)(ends[r] + shift);
-            at += len;
-        }
-    }
-    if (i != n || at != total) goto changed;
-    if (view.obj) PyBuffer_Release(&view);
-    Py_DECREF(frozen);
-    return Py_BuildValue("(nNNN)", n, validity, offsets, data);
-changed:
-    PyErr_SetString(PyExc_RuntimeError, "row images changed while their column was built");
-fail:
-    if (view.obj) PyBuffer_Release(&view);
-    Py_XDECREF(offsets);
-    Py_XDECREF(validity);
-    Py_XDECREF(data);
-    Py_DECREF(frozen);
-    return NULL;
-}
-
-/* run_column(values, ends, kind, scale, fill) -> (validity or None, data[, offsets]): the
-   buffers of an Arrow column where value j fills rows [ends[j-1], ends[j]) (a CDC batch's
-   per-event fields repeated over the event's rows), without pyarrow.compute (whose import
-   alone costs a Python process more than a batch's flush). kind 'q' int64 (each value times
-   `scale`), 'i' int32, 's' string (UTF-8; offsets returned too). None is a null, or `fill`
-   when fill is not None (numbers only). */
-static PyObject *run_column(PyObject *mod, PyObject *args) {
-    PyObject *values, *fill;
-    Py_buffer ends = {0};
-    int kind;
-    long long scale;
-    if (!PyArg_ParseTuple(args, "Oy*CLO", &values, &ends, &kind, &scale, &fill)) return NULL;
-    PyObject *seq = NULL, *validity = NULL, *data = NULL, *offsets = NULL, *res = NULL;
-    if (ends.len % 4) {
-        PyErr_SetString(PyExc_TypeError, "ends must be an int32 buffer");
-        goto done;
-    }
-    seq = PySequence_Fast(values, "values must be a sequence");
-    if (seq == NULL) goto done;
-    Py_ssize_t nseg = PySequence_Fast_GET_SIZE(seq);
-    if (nseg != ends.len / 4) {
-        PyErr_SetString(PyExc_ValueError, "one run end per value");
-        goto done;
-    }
-    const int32_t *end = ends.buf;
-    Py_ssize_t n = nseg ? end[nseg - 1] : 0, nulls = 0;
-    for (Py_ssize_t j = 0; j < nseg; j++)
-        if (end[j] < (j ? end[j - 1] : 0)) { PyErr_SetString(PyExc_ValueError, "run ends must not decrease"); goto done; }
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    if (fill == Py_None || kind == 's')
-        for (Py_ssize_t j = 0; j < nseg; j++) if (items[j] == Py_None) nulls += end[j] - (j ? end[j - 1] : 0);
-    unsigned char *bits = NULL;
-    if (nulls) {
-        validity = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
-        if (validity == NULL) goto done;
-        bits = (unsigned char *)PyBytes_AS_STRING(validity);
-        memset(bits, 0, (n + 7) / 8);
-    }
-    if (kind == 'q' || kind == 'i') {
-        int w = kind == 'q' ? 8 : 4;
-        long long dflt = 0;
-        if (fill != Py_None && (dflt = PyLong_AsLongLong(fill)) == -1 && PyErr_Occurred()) goto done;
-        data = PyBytes_FromStringAndSize(NULL, n * w);
-        if (data == NULL) goto done;
-        char *d = PyBytes_AS_STRING(data);
-        Py_ssize_t r = 0;
-        for (Py_ssize_t j = 0; j < nseg; j++) {
-            PyObject *v = items[j];
-            long long x = dflt;
-            int present = v != Py_None;
-            if (present) {
-                x = PyLong_AsLongLong(v);
-                if (x == -1 && PyErr_Occurred()) goto done;
-                if (__builtin_mul_overflow(x, scale, &x)
-                    || (w == 4 && (x < INT32_MIN || x > INT32_MAX))) {
-                    PyErr_SetString(PyExc_OverflowError, "value out of the column's range");
-                    goto done;
-                }
-            }
-            for (; r < end[j]; r++) {
-                if (w == 8) { int64_t y = x; memcpy(d + r * 8, &y, 8); }
-                else { int32_t y = (int32_t)x; memcpy(d + r * 4, &y, 4); }
-                if (bits && (present || fill != Py_None)) bits[r >> 3] |= (unsigned char)(1 << (r & 7));
-            }
-        }
-        res = Py_BuildValue("(OO)", validity ? validity : Py_None, data);
-    } else if (kind == 's') {
-        Py_ssize_t total = 0;
-        for (Py_ssize_t j = 0; j < nseg; j++) {
-            PyObject *v = items[j];
-            if (v == Py_None) continue;
-            Py_ssize_t len;
-            if (!PyUnicode_Check(v)) { PyErr_Format(PyExc_TypeError, "a string column got %.100s", Py_TYPE(v)->tp_name); goto done; }
-            if (PyUnicode_AsUTF8AndSize(v, &len) == NULL) goto done;
-            total += len * (end[j] - (j ? end[j - 1] : 0));
-            if (total >= ((Py_ssize_t)1 << 31)) { PyErr_SetString(PyExc_ValueError, "string column over 2 GiB"); goto done; }
-        }
-        data = PyBytes_FromStringAndSize(NULL, total);
-        offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
-        if (data == NULL || offsets == NULL) goto done;
-        char *d = PyBytes_AS_STRING(data);
-        int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
-        Py_ssize_t r = 0, at = 0;
-        off[0] = 0;
-        for (Py_ssize_t j = 0; j < nseg; j++) {
-            PyObject *v = items[j];
-            Py_ssize_t len = 0;
-            const char *u = v == Py_None ? NULL : PyUnicode_AsUTF8AndSize(v, &len);
-            for (; r < end[j]; r++) {
-                if (u != NULL) {
-                    memcpy(d + at, u, len);
-                    at += len;
-                    if (bits) bits[r >> 3] |= (unsigned char)(1 << (r & 7));
-                }
-                off[r + 1] = (int32_t)at;
-            }
-        }
-        res = Py_BuildValue("(OOO)", validity ? validity : Py_None, data, offsets);
-    } else {
-        PyErr_SetString(PyExc_ValueError, "kind must be 'q', 'i' or 's'");
-    }
-done:
-    Py_XDECREF(seq);
-    Py_XDECREF(validity);
-    Py_XDECREF(data);
-    Py_XDECREF(offsets);
-    PyBuffer_Release(&ends);
-    return res;
 }
 
 #endif  /* BINLAKE_SPEEDUPS_IMAGE_ROWS_H */
