@@ -154,6 +154,23 @@ def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
         _column([(events[0].rows, 2, 0, 1)])  # no such side
 
 
+@pytest.mark.skipif(arrow._ImageColumn is None, reason="needs the C extension")
+def test_column_memory_is_reused_only_once_freed() -> None:
+    """A finished column's data goes back to a pool when Arrow lets go of it: an array still
+    held must keep its bytes however many columns are written and dropped meanwhile."""
+    def images(tag: int, n: int) -> list[bytes]:
+        return [b'{"k":%d,"pad":"%s"}' % (tag * 1000 + i, b"x" * (i % 97)) for i in range(n)]
+
+    held = arrow._image_array(_column([images(1, 3000)]), 3000)
+    held_view = memoryview(held.buffers()[2])
+    first = held.to_pylist()
+    for tag in range(2, 40):  # columns written, finished and freed: the pool is reused
+        arr = arrow._image_array(_column([images(tag, 3000), 5]), 3005)
+        assert arr.to_pylist()[:2] == [v.decode() for v in images(tag, 2)]
+        del arr
+    assert held.to_pylist() == first and held_view.tobytes() == b"".join(images(1, 3000))
+
+
 def test_empty_builder() -> None:
     b = CdcBatchBuilder()
     assert len(b) == 0 and b.flush().num_rows == 0

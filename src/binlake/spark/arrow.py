@@ -390,11 +390,12 @@ _ImageRows = getattr(_speedups, "ImageRows", None)
 
 MAX_BATCH_BYTES = 8 << 20
 """A batch is cut when its images reach this size: 10,000 rows of 16 KB documents would
-otherwise hold 160 MB in Python and again in Arrow. 8 MiB rather than more: a batch's
-images are held three times at the peak (the previous batch, the packed images of the next,
-its columns being written), and every MiB of peak is a MiB of fresh zeroed pages. On the
-benchmark's binlog 16 MiB took 133 MB of peak RSS against 85 MB, and more system time;
-64 MiB buffers went back to the OS after each batch and came back zeroed."""
+otherwise hold 160 MB. 8 MiB rather than more: a batch's images are held twice at the peak
+(the batch its consumer holds, the next one's columns being written), and the C columns
+keep the freed buffers of up to 64 MiB for reuse (image_column.h). When the images were
+still copied into Arrow at flush, 16 MiB took 133 MB of peak RSS against 85 MB on the
+benchmark's binlog, and more system time: 64 MiB buffers went back to the OS after each
+batch and came back as fresh zeroed pages."""
 
 
 def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_000,
