@@ -16,8 +16,10 @@
  * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 or AVX2 when the CPU has it),
  * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
  * text), row_decoder (the type and its methods), update_pairs (an update's after image
- * decoded with its before image: unchanged values not decoded twice), image_rows (an event's JSON images packed, and
- * Arrow string columns of them), objects (records and SlotMaker) and event_rows (the common
+ * decoded with its before image: unchanged values not decoded twice), image_rows (an
+ * event's JSON images packed; the buffer pools), image_column (a CDC batch's Arrow columns:
+ * its images copied in as events come, its per-event fields expanded over their rows),
+ * objects (records and SlotMaker) and event_rows (the common
  * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
  * the decoder's thread or ahead of it); this file holds the module itself.
  */
