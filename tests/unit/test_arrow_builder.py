@@ -64,8 +64,10 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
         assert len(one) == len(many) and one.image_bytes == many.image_bytes
         if not len(one):
             continue
-        if json_images and any(len(recs) > 1 for recs in lists):
-            assert len(many._segs) < len(one._segs)  # whole events went in as one segment
+        if json_images and arrow._ImageRows is not None and any(len(recs) > 1 for recs in lists):
+            # whole events went in as one segment (the C writer's images; the pure-Python
+            # decoders give values, which go record by record)
+            assert len(many._segs) < len(one._segs)
         a, b = _table([one.flush()]), _table([many.flush()])
         assert a.equals(b), path.name
 
@@ -131,6 +133,7 @@ def _packed_events(corpus_dir: Path) -> list:
             if isinstance(ev, RowsEvent) and type(ev.rows) is arrow._ImageRows]
 
 
+@pytest.mark.skipif(arrow._ImageRows is None, reason="packed images come from the C extension")
 def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
     events = _packed_events(corpus_dir)
     assert any(ev.kind == "update" for ev in events) and any(len(ev.rows) > 3 for ev in events)
