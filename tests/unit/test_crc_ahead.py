@@ -7,7 +7,9 @@ import mmap
 import os
 import random
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -23,21 +25,53 @@ MARIADB = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.0000
 ENCRYPTED = "generated-mariadb-10.11/mariadb-10.11.19-encrypted-row-full-crc32.000001"
 
 
+FOLDS = pytest.mark.parametrize("wide", [True, False], ids=["vpclmul", "clmul"])
+
+
+@contextmanager
+def crc_folds(wide: bool) -> Iterator[None]:
+    """The 512-bit fold (VPCLMULQDQ, where the CPU has it; elsewhere both settings take the
+    128-bit one) or the 128-bit one."""
+    before = _speedups.crc32_set_simd(wide)
+    try:
+        yield
+    finally:
+        _speedups.crc32_set_simd(before)
+
+
+@FOLDS
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=600), st.integers(0, 2**32 - 1), st.integers(0, 15))
-def test_crc32_is_zlibs(data: bytes, value: int, skip: int) -> None:
+@given(st.binary(max_size=1200), st.integers(0, 2**32 - 1), st.integers(0, 15))
+def test_crc32_is_zlibs(wide: bool, data: bytes, value: int, skip: int) -> None:
     data = data[skip:]  # (unaligned starts)
-    assert _speedups.crc32(data) == zlib.crc32(data)
-    assert _speedups.crc32(data, value) == zlib.crc32(data, value)
+    with crc_folds(wide):
+        assert _speedups.crc32(data) == zlib.crc32(data)
+        assert _speedups.crc32(data, value) == zlib.crc32(data, value)
 
 
-def test_crc32_of_long_buffers() -> None:
+@FOLDS
+def test_crc32_of_long_buffers(wide: bool) -> None:
     rng = random.Random(7)
-    for n in (64, 127, 128, 129, 4096 + 13, 1 << 20, (1 << 20) + 77):
-        data = rng.randbytes(n)
-        assert _speedups.crc32(data) == zlib.crc32(data), n
-        half = n // 3  # carried over from one piece to the next, as the thread does
-        assert _speedups.crc32(data[half:], _speedups.crc32(data[:half])) == zlib.crc32(data), n
+    lengths = (64, 127, 128, 129, 255, 256, 257, 271, 511, 512, 513, 767, 768, 4096 + 13,
+               1 << 20, (1 << 20) + 77)
+    with crc_folds(wide):
+        for n in lengths:
+            data = rng.randbytes(n)
+            assert _speedups.crc32(data) == zlib.crc32(data), n
+            half = n // 3  # carried over from one piece to the next, as the thread does
+            assert _speedups.crc32(data[half:], _speedups.crc32(data[:half])) == zlib.crc32(data), n
+
+
+@FOLDS
+def test_crc32_every_length_to_1100(wide: bool) -> None:
+    """Each length through each fold's boundaries (64, 128, 256 bytes and the 16-byte
+    tail), from an odd address and with a carried-in value."""
+    rng = random.Random(11)
+    data = rng.randbytes(1101)
+    with crc_folds(wide):
+        for n in range(1100):
+            chunk, value = data[1:n + 1], n * 2654435761 % 2**32
+            assert _speedups.crc32(chunk, value) == zlib.crc32(chunk, value), n
 
 
 def _events(path: Path) -> list[tuple[int, int]]:

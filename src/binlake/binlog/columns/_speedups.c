@@ -87,8 +87,11 @@ static PyMethodDef module_methods[] = {
      "checked with (BINLAKE_SIMD=0 turns it off, BINLAKE_SIMD=avx2 stops at AVX2)."},
     {"utf8_set_simd", utf8_set_simd, METH_O,
      "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
+    {"crc32_set_simd", crc32_set_simd, METH_O,
+     "crc32_set_simd(on) -> the setting before: VPCLMULQDQ folds or not (where the CPU has "
+     "them), for tests."},
     {"crc32", crc32_py, METH_VARARGS,
-     "crc32(data, value=0) -> int: zlib's CRC32 (PCLMULQDQ when the CPU has it)."},
+     "crc32(data, value=0) -> int: zlib's CRC32 (VPCLMULQDQ or PCLMULQDQ when the CPU has it)."},
     {"configure", configure, METH_VARARGS,
      "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},

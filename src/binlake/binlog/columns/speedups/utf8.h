@@ -4,13 +4,13 @@
  * CPython decodes such text one character at a time with a branch per byte class (about
  * 1 GB/s); on the benchmark's `large` table that was a third of all decoding time.
  *
- * How (AVX-512 VBMI2, chosen at run time): one pass finds the character count and the
- * widest lead byte, which fix the str's length and kind (UCS1/2/4, always the canonical
- * one for valid input); a second validates 64 bytes at a time with three table lookups
- * per byte pair (utf8_valid_long, also the JSON writer's check); a third takes 64-byte
- * windows, compresses the lead positions, gathers each character's bytes into a 32-bit
- * lane and assembles the code point with two multiply-adds. A CPU with AVX2 but not
- * these runs utf8_avx2.h's version of the same passes. Anything invalid, a CPU without
+ * How (AVX-512 VBMI2, chosen at run time): one pass validates 64 bytes at a time with
+ * three table lookups per byte pair (utf8_valid_long, also the JSON writer's check) and,
+ * in the same read, finds the character count and the widest lead byte, which fix the
+ * str's length and kind (UCS1/2/4, always the canonical one for valid input); a second
+ * takes 64-byte windows, compresses the lead positions, gathers each character's bytes
+ * into a 32-bit lane and assembles the code point with two multiply-adds. A CPU with AVX2
+ * but not these runs utf8_avx2.h's version of the same passes. Anything invalid, a CPU without
  * either or a short string goes to PyUnicode_DecodeUTF8, which gives the exact result or
  * the exact UnicodeDecodeError, so this is a pure speed-up with CPython as the reference.
  *
@@ -59,31 +59,6 @@ static inline uint64_t utf8_prefix_mask(Py_ssize_t k) {
     return k >= 64 ? ~0ULL : ((1ULL << k) - 1);
 }
 
-/* Pass 1: the number of characters (bytes that are not 10xxxxxx) and the largest byte. */
-AVX512_TARGET static void utf8_scan(const uint8_t *s, Py_ssize_t n, Py_ssize_t *chars,
-                                    unsigned *maxbyte) {
-    const __m512i not_cont = _mm512_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
-    __m512i mx = _mm512_setzero_si512();
-    Py_ssize_t leads = 0, i = 0;
-    for (; i + 64 <= n; i += 64) {
-        __m512i v = _mm512_loadu_si512((const void *)(s + i));
-        mx = _mm512_max_epu8(mx, v);
-        leads += _mm_popcnt_u64(_mm512_cmpgt_epi8_mask(v, not_cont));
-    }
-    if (i < n) {
-        __mmask64 m = utf8_prefix_mask(n - i);
-        __m512i v = _mm512_maskz_loadu_epi8(m, s + i);
-        mx = _mm512_max_epu8(mx, v);
-        leads += _mm_popcnt_u64(_mm512_mask_cmpgt_epi8_mask(m, v, not_cont));
-    }
-    unsigned top = 0;
-    if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0))) top = 0xF0;
-    else if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xC4))) top = 0xC4;
-    else if (_mm512_movepi8_mask(mx)) top = 0x80;
-    *chars = leads;
-    *maxbyte = top;
-}
-
 /* Stores the low `take` bytes of an ASCII window as characters of `kind` at out[o]. */
 AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int kind, __m512i v,
                                                   Py_ssize_t take) {
@@ -106,7 +81,7 @@ AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int k
     }
 }
 
-/* Pass 3: code points into `out` (a str of `kind` with room for `chars`) from bytes that
+/* Pass 2: code points into `out` (a str of `kind` with room for `chars`) from bytes that
    utf8_valid_long accepted; 0, or -1 if the character count does not add up (never for
    valid bytes: a guard that keeps every store inside `out`). */
 AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out, int kind,
@@ -215,11 +190,15 @@ static const uint8_t U8_THIS_HIGH[16] = {
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
    text: the caller's scalar check is as fast). Only with AVX-512 in use. Why not the
    converter's own checks: those run per character (16 lanes at a time), this runs per 64
-   bytes whatever the text, several times faster on text that is not ASCII. */
-AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
+   bytes whatever the text, several times faster on text that is not ASCII. With `chars`
+   set, also the number of characters (bytes that are not 10xxxxxx) and the widest lead, in
+   the same read of the text (set only when valid). */
+AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_scan(
+        const char *text, Py_ssize_t n, Py_ssize_t *chars, unsigned *maxbyte) {
     const uint8_t *s = (const uint8_t *)text;
     const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
     const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i not_cont = _mm512_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
     const __m512i prev_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_HIGH));
     const __m512i prev_low = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_LOW));
     const __m512i this_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_THIS_HIGH));
@@ -230,15 +209,22 @@ AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-    __m512i prev = _mm512_setzero_si512(), err = _mm512_setzero_si512();
+    __m512i prev = _mm512_setzero_si512(), err = _mm512_setzero_si512(), mx = err;
     __mmask64 incomplete = 0;
+    Py_ssize_t leads = 0;
     for (Py_ssize_t i = 0; i < n; i += 64) {
+        __mmask64 in = utf8_prefix_mask(n - i);
         __m512i cur = i + 64 <= n ? _mm512_loadu_si512((const void *)(s + i))
-                                  : _mm512_maskz_loadu_epi8(utf8_prefix_mask(n - i), s + i);
+                                  : _mm512_maskz_loadu_epi8(in, s + i);
         if (_mm512_movepi8_mask(cur) == 0) {  /* ASCII: only an unfinished character before */
             if (incomplete) return 0;
             prev = cur;
+            leads += n - i < 64 ? n - i : 64;
             continue;
+        }
+        if (chars != NULL) {
+            mx = _mm512_max_epu8(mx, cur);
+            leads += _mm_popcnt_u64(_mm512_mask_cmpgt_epi8_mask(in, cur, not_cont));
         }
         __m512i p1 = U8_BEFORE(cur, prev, 1), p2 = U8_BEFORE(cur, prev, 2),
                 p3 = U8_BEFORE(cur, prev, 3);
@@ -258,7 +244,29 @@ AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
     }
     /* the end acts as ASCII: no character may be left unfinished (a masked last block
        reads zeros past the end, which the pairs above already refuse after a lead) */
-    return !incomplete && _mm512_test_epi8_mask(err, err) == 0;
+    if (incomplete || _mm512_test_epi8_mask(err, err) != 0) return 0;
+    if (chars != NULL) {
+        unsigned top = 0;
+        if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0))) top = 0xF0;
+        else if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xC4))) top = 0xC4;
+        else if (_mm512_movepi8_mask(mx)) top = 0x80;
+        *chars = leads;
+        *maxbyte = top;
+    }
+    return 1;
+}
+
+AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
+    return utf8_valid_512_scan(text, n, NULL, NULL);
+}
+
+/* The character count and the widest lead and the check, in one pass (pass 1): 1 if valid
+   (*chars, *maxbyte set), 0 if not (they are not). Why one pass: the first read of a value
+   brings its bytes from memory; a second pass over them cost as much as a third of the
+   conversion on the `large` table's text. */
+AVX512_TARGET static int utf8_scan_valid_512(const char *text, Py_ssize_t n, Py_ssize_t *chars,
+                                             unsigned *maxbyte) {
+    return utf8_valid_512_scan(text, n, chars, maxbyte);
 }
 
 /* JSON string escaping of valid UTF-8 from s[0:n] into *dp, while 32 bytes are left, no
@@ -340,9 +348,8 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
         Py_ssize_t chars;
         unsigned top;
-        int valid = -1;  /* not known yet */
-        if (g_utf8_simd == UTF8_AVX512) utf8_scan((const uint8_t *)s, n, &chars, &top);
-        else if (!(valid = utf8_scan_valid_avx2(s, n, &chars, &top)))
+        if (!(g_utf8_simd == UTF8_AVX512 ? utf8_scan_valid_512(s, n, &chars, &top)
+                                          : utf8_scan_valid_avx2(s, n, &chars, &top)))
             return PyUnicode_DecodeUTF8(s, n, NULL);  /* it names the byte and the reason */
         Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
         if (maxchar == 0x7F) {
@@ -350,17 +357,14 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
             if (u != NULL) memcpy(PyUnicode_DATA(u), s, (size_t)n);
             return u;
         }
-        if (valid < 0) valid = utf8_valid_512(s, n);
-        if (valid) {  /* else CPython names the byte and the reason */
-            PyObject *u = PyUnicode_New(chars, maxchar);
-            if (u == NULL) return NULL;
-            void *out = PyUnicode_DATA(u);
-            int kind = PyUnicode_KIND(u);
-            if ((g_utf8_simd == UTF8_AVX512 ? utf8_convert((const uint8_t *)s, n, out, kind, chars)
-                 : utf8_convert_avx2((const uint8_t *)s, n, out, kind, chars)) == 0)
-                return u;
-            Py_DECREF(u);
-        }
+        PyObject *u = PyUnicode_New(chars, maxchar);
+        if (u == NULL) return NULL;
+        void *out = PyUnicode_DATA(u);
+        int kind = PyUnicode_KIND(u);
+        if ((g_utf8_simd == UTF8_AVX512 ? utf8_convert((const uint8_t *)s, n, out, kind, chars)
+             : utf8_convert_avx2((const uint8_t *)s, n, out, kind, chars)) == 0)
+            return u;
+        Py_DECREF(u);
     }
 #endif
     return PyUnicode_DecodeUTF8(s, n, NULL);

@@ -133,8 +133,8 @@ AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
     return utf8_valid_avx2_scan(text, n, NULL, NULL);
 }
 
-/* The character count and the widest lead (as utf8.h's utf8_scan) and the check, in one
-   pass: 1 if valid (*chars, *maxbyte set), 0 if not (they are not). */
+/* The character count and the widest lead and the check, in one pass (as utf8.h's
+   utf8_scan_valid_512): 1 if valid (*chars, *maxbyte set), 0 if not (they are not). */
 AVX2_TARGET static int utf8_scan_valid_avx2(const char *text, Py_ssize_t n, Py_ssize_t *chars,
                                             unsigned *maxbyte) {
     return utf8_valid_avx2_scan(text, n, chars, maxbyte);
