@@ -70,6 +70,8 @@ CLMUL_TARGET static inline __m128i clmul_fold(__m128i x, __m128i k) {
 }
 
 #define CRC_K512 0x1c6e41596LL, 0x154442bd4LL  /* x^(512-32), x^(512+32) */
+/* lane l (the 16 bytes i lanes into p's 64 or 128) folded by k onto the bytes there */
+#define FOLD(l, i, k) l = _mm_xor_si128(clmul_fold(l, k), _mm_loadu_si128((const __m128i *)(p + 16 * (i))))
 
 /* The state of four 128-bit lanes (the last 64 bytes folded) over the n bytes at p (a
    multiple of 16), reduced to the running (inverted) 32-bit state. */
@@ -80,11 +82,9 @@ CLMUL_TARGET static inline __attribute__((always_inline)) uint32_t crc32_clmul_l
     const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124LL);                /* x^64 */
     const __m128i poly = _mm_set_epi64x(0x1f7011641LL, 0x1db710641LL);  /* mu, P */
     const __m128i low32 = _mm_setr_epi32(-1, 0, -1, 0);
-#define FOLD(l, i, k) l = _mm_xor_si128(clmul_fold(l, k), _mm_loadu_si128((const __m128i *)(p + 16 * (i))))
     for (; n >= 64; n -= 64, p += 64) {
         FOLD(l0, 0, k1k2); FOLD(l1, 1, k1k2); FOLD(l2, 2, k1k2); FOLD(l3, 3, k1k2);
     }
-#undef FOLD
     __m128i x = _mm_xor_si128(clmul_fold(l0, k3k4), l1);
     x = _mm_xor_si128(clmul_fold(x, k3k4), l2);
     x = _mm_xor_si128(clmul_fold(x, k3k4), l3);
@@ -107,7 +107,6 @@ CLMUL_TARGET static uint32_t crc32_clmul(uint32_t c, const uint8_t *p, size_t n)
     /* the lanes as plain variables (an array was kept on the stack, not in registers) */
     __m128i l0, l1, l2, l3, l4, l5, l6, l7;
 #define LOAD(l, i) l = _mm_loadu_si128((const __m128i *)(p + 16 * (i)))
-#define FOLD(l, i, k) l = _mm_xor_si128(clmul_fold(l, k), _mm_loadu_si128((const __m128i *)(p + 16 * (i))))
     LOAD(l0, 0); LOAD(l1, 1); LOAD(l2, 2); LOAD(l3, 3);
     l0 = _mm_xor_si128(l0, _mm_cvtsi32_si128((int)c));
     if (n >= 128) {  /* eight lanes keep more multiplies in flight */

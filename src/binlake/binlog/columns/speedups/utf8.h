@@ -213,13 +213,18 @@ AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_sc
     __mmask64 incomplete = 0;
     Py_ssize_t leads = 0;
     for (Py_ssize_t i = 0; i < n; i += 64) {
-        __mmask64 in = utf8_prefix_mask(n - i);
-        __m512i cur = i + 64 <= n ? _mm512_loadu_si512((const void *)(s + i))
-                                  : _mm512_maskz_loadu_epi8(in, s + i);
+        __mmask64 in = ~0ULL;  /* the bytes of the text in this block: all but in the last */
+        __m512i cur;
+        if (i + 64 <= n) {
+            cur = _mm512_loadu_si512((const void *)(s + i));
+        } else {
+            in = utf8_prefix_mask(n - i);
+            cur = _mm512_maskz_loadu_epi8(in, s + i);
+        }
         if (_mm512_movepi8_mask(cur) == 0) {  /* ASCII: only an unfinished character before */
             if (incomplete) return 0;
             prev = cur;
-            leads += n - i < 64 ? n - i : 64;
+            leads += _mm_popcnt_u64(in);
             continue;
         }
         if (chars != NULL) {
