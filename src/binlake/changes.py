@@ -415,19 +415,20 @@ class ChangeTracker:
         return len(every), list(zip(idx, recs))
 
     def _rows_records(self, ev: RowsEvent) -> list[ChangeRecord]:
+        if ev.filtered:
+            return []  # (the decoder left its rows out)
         tm = ev.table
-        if ev.filtered or (self.table_filter is not None
-                           and not self.table_filter(tm.schema, tm.table)):
-            return []  # (filtered: the decoder left its rows out)
-        pk = tm.row_decoders.get("pk-names", ())
-        if pk == ():
-            names = tm.column_names
-            pk = tm.row_decoders["pk-names"] = (tuple(names[i] for i in tm.primary_key)
-                                                if tm.primary_key else None)
-        common = (tm.schema, tm.table)
+        # What a table's records share, kept with its TABLE_MAP's decoders (one lookup per
+        # event, not a filter call and a key lookup), per filter: another tracker may have
+        # another.
+        known = tm.row_decoders.get(("records", self.table_filter))
+        if known is None:
+            known = self._table_constants(tm)
+        keep, schema, table, pk = known
+        if not keep:
+            return []
         kind, file, offset, end, inner, gtid, ts = (ev.kind, ev.file, ev.offset, ev.end,
-                                                    ev.inner_index, self.gtid, ev.timestamp)
-        schema, table = common
+                                                    ev.inner_index, self.gtid, ev.header.timestamp)
         if _make_records is not None:
             # C: records allocated and their slots filled directly (no __init__ per row).
             return _make_records((kind, schema, table, None, None, pk, file, offset, end, 0,
@@ -440,6 +441,14 @@ class ChangeTracker:
                                  inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
         return [ChangeRecord(kind, schema, table, row, None, pk, file, offset, end, i,
                              inner, gtid, ts, tm) for i, row in enumerate(ev.rows)]
+
+    def _table_constants(self, tm: TableMapEvent) -> tuple[bool, str, str, tuple[str, ...] | None]:
+        """(kept by the filter?, schema, table, key column names) of a TABLE_MAP's records."""
+        keep = self.table_filter is None or bool(self.table_filter(tm.schema, tm.table))
+        names = tm.column_names
+        pk = tuple(names[i] for i in tm.primary_key) if tm.primary_key else None
+        known = tm.row_decoders[("records", self.table_filter)] = (keep, tm.schema, tm.table, pk)
+        return known
 
     def _xa_statement(self, ev: QueryEvent) -> list[ChangeRecord]:
         """XA COMMIT hands out the prepared records, stamped with its own place: that is

@@ -107,6 +107,7 @@ class _FileDecoder:
         A part of the file: from `begin` (an event group's start), and up to the first event
         group starting at or after `until`, whose offset is returned (None: the file's end)."""
         from .binlog.decoder import BinlogDecoder
+        from .binlog.events import RowsEvent
         from .changes import left_out_rows_needed
         from .files import opens_group, read_events
 
@@ -124,37 +125,48 @@ class _FileDecoder:
             gfilter.current = None
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
         reached = None
-        for ev in read_events(path, decoder=dec, start=begin):
-            if until is not None and ev.offset >= until and opens_group(ev):
-                reached = ev.offset
-                break
-            counts.events += 1
-            if resolver is not None:
-                resolver.observe(ev)
-            if last and stop is not None and ev.offset >= stop:
-                break
-            if first and start is not None and ev.offset < start and ev.type_code != EventType.FORMAT_DESCRIPTION:
-                tracker.observe(ev, keep=False)
-                continue
-            if gfilter is not None and not gfilter.accept(ev):
-                # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
-                tracker.observe(ev, keep=False)
-                continue
-            records = tracker.records(ev)
-            counts.rows += len(records)
-            if self.tables is not None:
-                left_out_rows_needed(dec, tracker, pass_over=skip)
-            if spec.output == "null":
-                records = ev = None  # a 16 MiB row is not kept while the next is decoded
-                continue
-            if spec.what == "events":
-                print_event(out, ev, spec.output)
-            else:
-                for rec in records:
-                    if spec.output == "jsonl":
-                        write_jsonl(out, rec.to_json_dict())
-                    else:
-                        out.write(record_text(rec) + "\n")
+        # Asked once, not per event: most events meet none of these.
+        start_here = first and start is not None
+        stop_here = last and stop is not None
+        filtered = self.tables is not None
+        null = spec.output == "null"
+        records_of = tracker.records
+        events = rows = 0
+        try:
+            for ev in read_events(path, decoder=dec, start=begin):
+                if until is not None and ev.offset >= until and opens_group(ev):
+                    reached = ev.offset
+                    break
+                events += 1
+                if resolver is not None:
+                    resolver.observe(ev)
+                if stop_here and ev.offset >= stop:
+                    break
+                if start_here and ev.offset < start and ev.type_code != EventType.FORMAT_DESCRIPTION:
+                    tracker.observe(ev, keep=False)
+                    continue
+                if gfilter is not None and not gfilter.accept(ev):
+                    # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
+                    tracker.observe(ev, keep=False)
+                    continue
+                records = records_of(ev)
+                rows += len(records)
+                if filtered and type(ev) is not RowsEvent:  # (a rows event opens no XA group)
+                    left_out_rows_needed(dec, tracker, pass_over=skip)
+                if null:
+                    records = ev = None  # a 16 MiB row is not kept while the next is decoded
+                    continue
+                if spec.what == "events":
+                    print_event(out, ev, spec.output)
+                else:
+                    for rec in records:
+                        if spec.output == "jsonl":
+                            write_jsonl(out, rec.to_json_dict())
+                        else:
+                            out.write(record_text(rec) + "\n")
+        finally:
+            counts.events += events
+            counts.rows += rows
         counts.events += dec.events_skipped
         return reached
 
