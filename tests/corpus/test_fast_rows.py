@@ -178,8 +178,9 @@ def _fields(ev: object) -> tuple:
             continue
         v = getattr(ev, f.name)
         values.append((f.name, id(v) if f.name == "table" else v))
-    if isinstance(ev, RowsEvent):
+    if isinstance(ev, RowsEvent):  # (and which TABLE_MAP it used: the latest one)
         values.append(("table-name", ev.table.qualified_name))
+        values.append(("table-map-at", (ev.table.file, ev.table.offset)))
     return type(ev).__name__, tuple(v for v in values if v[0] != "table")
 
 
@@ -420,3 +421,149 @@ def test_packet_runs_leave_a_16_mib_packet_to_the_reassembly(rows_seeds) -> None
     buf = bytearray(b"\xff\xff\xff\x03\x00") + big + b"\x00\x00\x00\x04"
     run = dec.scan_packets(buf, 0, len(buf), 3)
     assert list(run) == [] and (run.pos, run.seq) == (0, 3)
+
+
+@pytest.fixture(scope="module")
+def maria_fde(corpus_dir: Path) -> bytes:
+    """The FORMAT_DESCRIPTION event of a MariaDB corpus file with CRC32 checksums."""
+    from binlake.binlog.events import FormatDescriptionEvent
+
+    for path in corpus_files(corpus_dir):
+        try:
+            first = next(iter(read_events(path)))
+        except (BinlakeError, StopIteration):
+            continue
+        if (isinstance(first, FormatDescriptionEvent) and first.is_mariadb
+                and first.checksum_alg == 1):
+            return path.read_bytes()[4:4 + first.header.event_size]
+    pytest.skip("no MariaDB corpus file with CRC32")
+
+
+def _event(code: int, body: bytes, offset: int, *, server_id: int, flags: int,
+           bad_crc: bool = False) -> bytes:
+    """A whole event at `offset` of a file: header, body, CRC32."""
+    import zlib
+
+    size = 19 + len(body) + 4
+    head = (1_700_000_000).to_bytes(4, "little") + bytes([code]) + server_id.to_bytes(4, "little") \
+        + size.to_bytes(4, "little") + (offset + size).to_bytes(4, "little") + flags.to_bytes(2, "little")
+    crc = zlib.crc32(head + body) ^ (0x5A if bad_crc else 0)
+    return head + body + crc.to_bytes(4, "little")
+
+
+@st.composite
+def _group_event(draw: st.DrawFn) -> tuple[int, bytes]:
+    """An XID or a MariaDB GTID body with any of its optional parts, now and then cut short
+    or too long (XID), or with XA flags (left to the general path by the C scanner)."""
+    if draw(st.booleans()):
+        return 16, draw(st.binary(min_size=7, max_size=9) | st.binary(min_size=8, max_size=8))
+    u = lambda bits: st.integers(0, (1 << bits) - 1)  # noqa: E731
+    flags = draw(u(8))
+    body = draw(u(64)).to_bytes(8, "little") + draw(u(32)).to_bytes(4, "little") + bytes([flags])
+    if flags & 0x02:
+        body += draw(u(64)).to_bytes(8, "little")
+    if flags & 0xC0:
+        gtrid, bqual = draw(st.binary(max_size=70)), draw(st.binary(max_size=8))
+        body += draw(u(32)).to_bytes(4, "little") + bytes([len(gtrid), len(bqual)]) + gtrid + bqual
+    if draw(st.booleans()):
+        fx = draw(u(8))
+        body += bytes([fx])
+        if fx & 0x01:
+            body += bytes([draw(u(8))])
+        if fx & 0x0C:
+            body += draw(u(64)).to_bytes(8, "little")
+        if fx & 0x10:
+            body += draw(u(32)).to_bytes(4, "little")
+    body = body.ljust(19, b"\0")  # (the server pads a short one to the post-header's 19)
+    if draw(st.integers(0, 2)) == 0:  # cut short: a part the flags announce missing
+        body = body[:draw(st.integers(min(17, len(body)), len(body)))]
+    return 162, body
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(events=st.lists(st.tuples(_group_event(), st.integers(0, 2**32 - 1), st.integers(0, 0xFFFF),
+                                 st.integers(0, 15)), min_size=1, max_size=6))
+def test_xid_and_maria_gtid_events_decode_alike_on_every_path(maria_fde, events) -> None:
+    """The C scanner's XID and MariaDB GTID events (scan_group_event) are the general
+    path's, field by field, every optional part drawn; what it leaves (a cut body, XA flags,
+    a bad checksum) fails or decodes as on the general path. Files (a scan's run) and a
+    stream's whole events (one()) alike."""
+    data = bytearray(b"\xfebin" + maria_fde)
+    raws = []
+    for (code, body), server_id, flags, crc in events:
+        raw = _event(code, body, len(data), server_id=server_id, flags=flags, bad_crc=crc == 0)
+        raws.append(raw)
+        data += raw
+    results = _each_way(bytes(data), file="groups")
+    assert results[0] == results[1] == results[2]
+    streams = []
+    for way in ("c", "general"):
+        dec = _decoder(way, file="groups")
+        out: list[object] = []
+        try:
+            for raw in [maria_fde, *raws]:
+                out.extend(_fields(ev) for ev in dec.decode_event(memoryview(raw)))
+        except BinlakeError as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+        streams.append(out)
+    assert streams[0] == streams[1]
+
+
+def test_maria_gtid_cut_anywhere_fails_alike_on_every_path(maria_fde) -> None:
+    """Every MariaDB GTID shape (commit id or not; flags_extra absent, none, or flagging
+    each part), its body cut at every length: the C scanner leaves what the general path
+    rejects, and takes the rest the same."""
+    seq, domain, commit = (2**64 - 2).to_bytes(8, "little"), (2**32 - 3).to_bytes(4, "little"), b"\x07" * 8
+    parts = {0x01: b"\x05", 0x0C: b"\xfe" * 8, 0x10: b"\x01\x02\x03\x04"}
+    checked = 0
+    for flags in (0x00, 0x02, 0x0D):
+        for fx in (None, 0x00, 0x01, 0x04, 0x08, 0x10, 0x1D):
+            body = seq + domain + bytes([flags]) + (commit if flags & 0x02 else b"")
+            if fx is not None:
+                body += bytes([fx]) + b"".join(v for bit, v in parts.items() if fx & bit)
+            for n in range(16, max(len(body), 19) + 2):
+                cut = body.ljust(19, b"\0")[:n] if n <= max(len(body), 19) else body.ljust(n, b"\0")
+                data = b"\xfebin" + maria_fde + _event(162, cut, 4 + len(maria_fde),
+                                                         server_id=9, flags=0)
+                results = _each_way(data, file="cut")
+                assert results[0] == results[2], (flags, fx, n)
+                checked += isinstance(results[2], list) and len(results[2]) == 2
+    assert checked > 40
+
+
+def test_the_c_scanner_takes_xid_maria_gtid_and_known_table_map_events(corpus_dir: Path) -> None:
+    """Not a silent fallback: a file's XID and MariaDB GTID events (but those of XA), and
+    each TABLE_MAP whose bytes came before, come from the C scan, in files; a run over
+    received packets leaves them to the replica's general way."""
+    from binlake.binlog.events import MariaGtidEvent, XidEvent
+    from binlake.binlog.table_map import TableMapEvent
+
+    checked = repeats_total = 0
+    for path in corpus_files(corpus_dir):
+        try:
+            evs = list(read_events(path))
+        except BinlakeError:
+            continue
+        if ev_checksum(evs) != 1 or any(ev.inner_index is not None for ev in evs):
+            continue
+        groups = [ev for ev in evs if isinstance(ev, XidEvent) or (
+            isinstance(ev, MariaGtidEvent) and not ev.flags & 0xC0)]
+        data = path.read_bytes()
+        maps = [data[ev.offset + 19:ev.end - 4] for ev in evs if isinstance(ev, TableMapEvent)]
+        repeats = len(maps) - len(set(maps))
+        rows_events = sum(1 for ev in evs if isinstance(ev, RowsEvent))
+        dec = _decoder("c", file=path.name)
+        assert sum(1 for _ in read_events(path, decoder=dec)) == len(evs)
+        assert len(groups) + repeats <= dec._scanner.scanned <= len(groups) + len(maps) + rows_events, path
+        _, _, taken = _decode_packets(path)
+        assert taken <= rows_events, path  # (packet runs: rows events only)
+        checked += len(groups)
+        repeats_total += repeats
+    assert checked > 1000 and repeats_total > 1000
+
+
+def ev_checksum(evs: list[object]) -> int | None:
+    """The checksum algorithm of a file's format description (1: CRC32)."""
+    return next((getattr(ev, "checksum_alg", None) for ev in evs
+                 if hasattr(ev, "checksum_alg")), None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from ..versions import version_tuple
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
@@ -17,7 +17,8 @@ from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
 )
 from .codecs import control, query, rows
-from .events import Event, FormatDescriptionEvent, TransactionPayloadEvent, UnknownEvent
+from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
+                     UnknownEvent, XidEvent)
 from .columns.rowcodec import _speedups
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
@@ -128,7 +129,7 @@ class BinlogDecoder:
         # twin: whatever it does not take goes the Python way below).
         self._scanner = None if _speedups is None else _speedups.RowsScanner(
             make_header, rows.make_rows_event, ("insert", "update", "delete"),
-            self.tables, self._rows_phl)
+            self.tables, self._rows_phl, *_GROUP_EVENT_MAKERS)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
         self._buf = b""
@@ -223,7 +224,7 @@ class BinlogDecoder:
                 run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
                                    self.table_filter, self.count_filtered, self.json_images,
-                                   self.skip_filtered, self.verified_until)
+                                   self.skip_filtered, self.verified_until, self._scan_maps())
                 for ev in run:
                     self._read = run.pos
                     self.events_decoded += 1
@@ -316,7 +317,7 @@ class BinlogDecoder:
             # nothing of it is kept) in one C call; None: anything else, decoded below.
             ev = self._scanner.one(raw, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                                    self.verify_checksums, self.table_filter,
-                                   self.count_filtered, self.json_images)
+                                   self.count_filtered, self.json_images, self._scan_maps())
             if ev is not None:
                 self.events_decoded += 1
                 return [ev]
@@ -326,6 +327,11 @@ class BinlogDecoder:
             if exc.offset is None or exc.file is None:
                 raise exc.located(file=self.file, offset=offset) from None
             raise
+
+    def _scan_maps(self) -> dict[bytes, TableMapEvent] | None:
+        """The TABLE_MAP cache the C scanner may move maps from (_dispatch's cache hits),
+        or None where a schema resolver must see every map."""
+        return self._tm_cache if self.table_resolver is None else None
 
     def _decode(self, raw: bytes | bytearray | memoryview, offset: int | None) -> list[Event]:
         if len(raw) < HEADER_LEN:
@@ -602,6 +608,26 @@ _SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
     E.MARIADB_BINLOG_CHECKPOINT: control.decode_binlog_checkpoint,
     E.XA_PREPARE: control.decode_xa_prepare,
 }
+
+
+def _group_event_makers() -> tuple[Any, ...]:
+    """XidEvent, MariaGtidEvent and TableMapEvent makers for the C scanner, which fills the
+    fields in this order (event_rows.h: scan_group_event, scan_table_map); a field added to
+    any of these classes fails here, at import, not with a wrong event."""
+    if _speedups is None:
+        return ()
+    return (_speedups.SlotMaker(XidEvent, ("header", "file", "offset", "end", "inner_index", "xid")),
+            _speedups.SlotMaker(MariaGtidEvent, (
+                "header", "file", "offset", "end", "inner_index", "domain_id", "server_id",
+                "seq_no", "flags", "commit_id", "xid", "flags_extra", "extra_engines",
+                "sa_seq_no", "thread_id")),
+            _speedups.SlotMaker(TableMapEvent, (
+                "header", "file", "offset", "end", "inner_index", "table_id", "flags", "schema",
+                "table", "columns", "primary_key", "primary_key_prefixes",
+                "has_optional_metadata", "row_decoders")))
+
+
+_GROUP_EVENT_MAKERS = _group_event_makers()
 
 
 def _register_gtid_codecs() -> None:

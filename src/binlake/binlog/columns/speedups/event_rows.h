@@ -8,6 +8,10 @@
  * in a replica's receive buffer, where each event is a packet (scan_packets: the packet's
  * header, sequence id and status byte checked here, anything else left to the caller).
  *
+ * The XID and MariaDB GTID events between them are taken too (scan_group_event), in a
+ * file's run and one(), not in a run of received packets: the replica's loop decides how
+ * it reads a run by the transaction it is in, which those events open and close.
+ *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
  * (an unknown table, a decoder shape not built yet, a bad checksum, a malformed image) stops
@@ -26,6 +30,13 @@ typedef struct {
     PyObject_HEAD
     PyObject *make_header;  /* EventHeader(timestamp, type_code, server_id, size, log_pos, flags) */
     PyObject *make_rows;    /* RowsEvent(...) positionally, as rows.make_rows_event */
+    PyObject *make_xid;     /* XidEvent(header, file, offset, end, inner_index, xid) */
+    PyObject *make_gtid;    /* MariaGtidEvent(header, file, offset, end, inner_index, domain_id,
+                               server_id, seq_no, flags, commit_id, xid, flags_extra,
+                               extra_engines, sa_seq_no, thread_id) */
+    PyObject *make_map;     /* TableMapEvent's SlotMaker: header, file, offset, end first */
+    PyObject *maps;         /* this scan's TABLE_MAP cache (body bytes -> TableMapEvent), or
+                               NULL: TABLE_MAPs go the general way (a schema resolver's) */
     PyObject *kinds;        /* ("insert", "update", "delete") */
     PyObject *tables;       /* the decoder's table id -> TableMapEvent (its own dict) */
     PyObject *phl;          /* the decoder's rows type code -> post-header length */
@@ -89,6 +100,152 @@ out:
     return keep;
 }
 
+/* The EventHeader of the event at e (size bytes), and where the event starts and ends:
+   offset < 0 is a stream, where the header's log_pos says where the event ends. NULL with
+   an exception set when out of memory. */
+static PyObject *scan_header(RowsScanner *s, const unsigned char *e, Py_ssize_t size,
+                             long long offset, long long *start_at, long long *end_at) {
+    uint32_t log_pos = (uint32_t)le(e + 13, 4);
+    if (offset < 0) {
+        *end_at = log_pos;
+        *start_at = log_pos ? (long long)log_pos - size : 0;
+    } else {
+        *start_at = offset;
+        *end_at = offset + size;
+    }
+    PyObject *hv[6] = {PyLong_FromUnsignedLong((unsigned long)le(e, 4)), PyLong_FromLong(e[4]),
+                       PyLong_FromUnsignedLong((unsigned long)le(e + 5, 4)),
+                       PyLong_FromSsize_t(size), PyLong_FromUnsignedLong(log_pos),
+                       PyLong_FromLong((long)le(e + 17, 2))};
+    int ok = hv[0] && hv[1] && hv[2] && hv[3] && hv[4] && hv[5];
+    PyObject *header = ok ? PyObject_Vectorcall(s->make_header, hv, 6, NULL) : NULL;
+    for (int i = 0; i < 6; i++) Py_XDECREF(hv[i]);
+    return header;
+}
+
+/* An int, or None when `present` is 0 (a part the event does not have). */
+static inline PyObject *scan_opt(int present, uint64_t v) {
+    if (!present) { Py_INCREF(Py_None); return Py_None; }
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+/* A TABLE_MAP (19) seen before in this decoder: its bytes (the body) are the key of the
+   decoder's cache of parsed maps, and the event is the cached map moved to this place, as
+   decoder.py's _dispatch does (TableMapEvent.moved: a copy sharing the parse and compiled
+   decoders), made the decoder's map of its table id. A map not in the cache goes the general
+   way, which parses and caches it. Why: a small transaction has one per table, and the
+   Python way cost ~4.5 us each. 1 and *out, 0: the general path, -1: an error. */
+static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
+                          Py_ssize_t size, long long offset, PyObject *file, int tail,
+                          int verify, PyObject **out) {
+    const unsigned char *e = b + pos;
+    if (s->maps == NULL || s->make_map == NULL || size < EV_HEADER_LEN + tail) return 0;
+    PyObject *key = PyBytes_FromStringAndSize((const char *)e + EV_HEADER_LEN,
+                                              size - EV_HEADER_LEN - tail);
+    if (key == NULL) return -1;
+    PyObject *cached = PyDict_GetItemWithError(s->maps, key);  /* borrowed */
+    Py_DECREF(key);
+    if (cached == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (tail && verify && (offset < 0 || offset + size > s->verified)
+        && crc32_update(0, e, (size_t)(size - 4)) != (uint32_t)le(e + size - 4, 4))
+        return 0;  /* the general path says so */
+    Py_INCREF(cached);  /* held while objects are made (the GC may run) */
+    long long start_at, end_at;
+    int rc = -1;
+    PyObject *tid = NULL, *header = scan_header(s, e, size, offset, &start_at, &end_at);
+    PyObject *first[4] = {header, file, PyLong_FromLongLong(start_at), PyLong_FromLongLong(end_at)};
+    if (header != NULL && first[2] != NULL && first[3] != NULL) {
+        *out = slot_copy((SlotMaker *)s->make_map, cached, first, 4);
+        if (*out == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+        } else if ((tid = PyObject_GetAttrString(*out, "table_id")) == NULL
+                   || PyDict_SetItem(s->tables, tid, *out) < 0) {
+            Py_CLEAR(*out);
+        } else {
+            rc = 1;
+        }
+    }
+    Py_XDECREF(tid);
+    Py_XDECREF(header);
+    Py_XDECREF(first[2]);
+    Py_XDECREF(first[3]);
+    Py_DECREF(cached);
+    return rc;
+}
+
+/* XID (16) and MariaDB's GTID (162) at b[pos, pos + size): the two events around every
+   transaction, made as control.decode_xid and gtid.decode_maria_gtid make them (the
+   reference, and the general path for whatever is left to it: a body of the wrong size,
+   a bad checksum, MariaDB's XA flags). Why: with a TABLE_MAP they are most of a small
+   transaction's events, and the Python way cost 4-5.5 us each, more than a one-row rows
+   event here. 1 and *out, 0 for the general path (no exception set), -1: no memory. */
+static int scan_group_event(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
+                            Py_ssize_t size, long long offset, PyObject *file, int tail,
+                            int verify, PyObject **out) {
+    const unsigned char *e = b + pos, *body = e + EV_HEADER_LEN;
+    int code = e[4];
+    if (code == 19) return scan_table_map(s, b, pos, size, offset, file, tail, verify, out);
+    if ((code == 16 ? s->make_xid : s->make_gtid) == NULL || size < EV_HEADER_LEN + tail)
+        return 0;
+    Py_ssize_t n = size - EV_HEADER_LEN - tail;
+    if (code == 16 ? n != 8 : n < 19) return 0;
+    /* MariaDB GTID: seq_no 8, domain_id 4, flags 1; commit_id 8 with FL_GROUP_COMMIT_ID;
+       then, when bytes remain, flags_extra 1 and the parts it flags (see decode_maria_gtid) */
+    uint64_t seq = 0, commit = 0, sa = 0, thread = 0, engines = 0, domain = 0;
+    int flags = 0, fx = -1;
+    if (code == 162) {
+        Py_ssize_t p = 13;
+        seq = le(body, 8);
+        domain = le(body + 8, 4);
+        flags = body[12];
+        if (flags & 0xC0) return 0;  /* FL_PREPARED_XA / FL_COMPLETED_XA: an XID to read */
+        if (flags & 0x02) {
+            if (n - p < 8) return 0;
+            commit = le(body + p, 8);
+            p += 8;
+        }
+        if (p < n) {
+            fx = body[p++];
+            if (fx & 0x01) { if (n - p < 1) return 0; engines = body[p++]; }
+            if (fx & 0x0C) { if (n - p < 8) return 0; sa = le(body + p, 8); p += 8; }
+            if (fx & 0x10) { if (n - p < 4) return 0; thread = le(body + p, 4); p += 4; }
+        }
+    }
+    if (tail && verify && (offset < 0 || offset + size > s->verified)
+        && crc32_update(0, e, (size_t)(size - 4)) != (uint32_t)le(e + size - 4, 4))
+        return 0;  /* the general path says so */
+    long long start_at, end_at;
+    PyObject *header = scan_header(s, e, size, offset, &start_at, &end_at);
+    if (header == NULL) return -1;
+    PyObject *v[15] = {header, file, PyLong_FromLongLong(start_at), PyLong_FromLongLong(end_at),
+                       Py_None};
+    int nv, own_from = 5;
+    if (code == 16) {
+        v[5] = PyLong_FromUnsignedLongLong(le(body, 8));
+        nv = 6;
+    } else {
+        v[5] = PyLong_FromUnsignedLongLong(domain);
+        v[6] = PyLong_FromUnsignedLong((unsigned long)le(e + 5, 4));  /* the header's server_id */
+        v[7] = PyLong_FromUnsignedLongLong(seq);
+        v[8] = PyLong_FromLong(flags);
+        v[9] = scan_opt(flags & 0x02, commit);
+        v[10] = scan_opt(0, 0);  /* xid: only with the XA flags, left to the general path */
+        v[11] = scan_opt(fx >= 0, (uint64_t)fx);
+        v[12] = scan_opt(fx >= 0 && (fx & 0x01), engines);
+        v[13] = scan_opt(fx >= 0 && (fx & 0x0C), sa);
+        v[14] = scan_opt(fx >= 0 && (fx & 0x10), thread);
+        nv = 15;
+    }
+    int ok = v[2] != NULL && v[3] != NULL;
+    for (int i = own_from; i < nv; i++) ok = ok && v[i] != NULL;
+    *out = ok ? PyObject_Vectorcall(code == 16 ? s->make_xid : s->make_gtid, v, nv, NULL) : NULL;
+    Py_DECREF(header);
+    Py_XDECREF(v[2]);
+    Py_XDECREF(v[3]);
+    for (int i = own_from; i < nv; i++) Py_XDECREF(v[i]);
+    return *out == NULL ? -1 : 1;
+}
+
 /* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 2 when `skip` is set and the
    filter leaves its table out (checked, its rows counted in s->skipped_rows if
    count_filtered, not handed out), 0 when the general path must
@@ -96,11 +253,14 @@ out:
    no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
 static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
                       Py_ssize_t size, long long offset, PyObject *file, PyObject *filter,
-                      int tail, int verify, int count_filtered, int json, int skip,
+                      int tail, int verify, int count_filtered, int json, int skip, int group,
                       PyObject **out) {
     const unsigned char *e = b + pos;
     int code = e[4], kind = scan_kind(code);
-    if (kind < 0 || size < EV_HEADER_LEN + tail) return 0;
+    if (kind < 0)
+        return group && (code == 16 || code == 162 || code == 19)
+               ? scan_group_event(s, b, pos, size, offset, file, tail, verify, out) : 0;
+    if (size < EV_HEADER_LEN + tail) return 0;
     Py_ssize_t p = pos + EV_HEADER_LEN, end = pos + size - tail;
     /* (an event a CrcAhead thread already checked, wholly below `verified`, is not again) */
     if (tail && verify && (offset < 0 || offset + size > s->verified)
@@ -210,24 +370,9 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
     }
     if (p != end) goto done;
 
-    uint32_t log_pos = (uint32_t)le(e + 13, 4);
-    long long start_at = offset, end_at;
-    if (offset < 0) {  /* a stream: log_pos is where the event ends */
-        end_at = log_pos;
-        start_at = log_pos ? (long long)log_pos - size : 0;
-    } else {
-        end_at = offset + size;
-    }
-    {
-        PyObject *hv[6] = {PyLong_FromUnsignedLong((unsigned long)le(e, 4)), code_obj,
-                           PyLong_FromUnsignedLong((unsigned long)le(e + 5, 4)),
-                           PyLong_FromSsize_t(size), PyLong_FromUnsignedLong(log_pos),
-                           PyLong_FromLong((long)le(e + 17, 2))};
-        int ok = hv[0] && hv[2] && hv[3] && hv[4] && hv[5];
-        header = ok ? PyObject_Vectorcall(s->make_header, hv, 6, NULL) : NULL;
-        for (int i = 0; i < 6; i++) if (i != 1) Py_XDECREF(hv[i]);
-        if (header == NULL) goto error;
-    }
+    long long start_at, end_at;
+    header = scan_header(s, e, size, offset, &start_at, &end_at);
+    if (header == NULL) goto error;
     n_obj = PyLong_FromSsize_t(nrows);
     PyObject *start_obj = PyLong_FromLongLong(start_at), *end_obj = PyLong_FromLongLong(end_at);
     PyObject *flags_obj = PyLong_FromLong(flags);
@@ -265,9 +410,13 @@ done:
 }
 
 static int RowsScanner_init(RowsScanner *self, PyObject *args, PyObject *kw) {
-    PyObject *mh, *mr, *kinds, *tables, *phl;
-    if (!PyArg_ParseTuple(args, "OOO!O!O!", &mh, &mr, &PyTuple_Type, &kinds,
-                          &PyDict_Type, &tables, &PyDict_Type, &phl)) return -1;
+    PyObject *mh, *mr, *kinds, *tables, *phl, *mx = NULL, *mg = NULL, *mm = NULL;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!|OOO", &mh, &mr, &PyTuple_Type, &kinds,
+                          &PyDict_Type, &tables, &PyDict_Type, &phl, &mx, &mg, &mm)) return -1;
+    if (mm != NULL && !Py_IS_TYPE(mm, &SlotMakerType)) {
+        PyErr_SetString(PyExc_TypeError, "make_table_map must be a SlotMaker");
+        return -1;
+    }
     if (PyTuple_GET_SIZE(kinds) != 3) {
         PyErr_SetString(PyExc_TypeError, "kinds must be (insert, update, delete)");
         return -1;
@@ -275,16 +424,29 @@ static int RowsScanner_init(RowsScanner *self, PyObject *args, PyObject *kw) {
 #define KEEP(f, v) do { Py_INCREF(v); Py_XSETREF(self->f, v); } while (0)
     KEEP(make_header, mh); KEEP(make_rows, mr); KEEP(kinds, kinds);
     KEEP(tables, tables); KEEP(phl, phl);
+    if (mx != NULL && mg != NULL) { KEEP(make_xid, mx); KEEP(make_gtid, mg); }
+    if (mm != NULL) KEEP(make_map, mm);
 #undef KEEP
     Py_XSETREF(self->verdicts, PyDict_New());
     if (self->verdicts == NULL) return -1;
     return 0;
 }
 
-/* one(event, file, tail, verify, filter, count_filtered, json_images) -> RowsEvent | None */
+/* Sets the TABLE_MAP cache a scan may take maps from: a dict, or None for none. */
+static int scan_set_maps(RowsScanner *self, PyObject *maps) {
+    if (maps == Py_None) { Py_CLEAR(self->maps); return 0; }
+    if (!PyDict_Check(maps)) { PyErr_SetString(PyExc_TypeError, "maps must be a dict or None"); return -1; }
+    Py_INCREF(maps);
+    Py_XSETREF(self->maps, maps);
+    return 0;
+}
+
+/* one(event, file, tail, verify, filter, count_filtered, json_images[, maps]) -> the event
+   (a common rows event, XID, MariaDB GTID, or with `maps` a TABLE_MAP found in it) | None */
 static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) { PyErr_SetString(PyExc_TypeError, "one() takes 7 arguments"); return NULL; }
+    if (nargs != 7 && nargs != 8) { PyErr_SetString(PyExc_TypeError, "one() takes 7 or 8 arguments"); return NULL; }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
+    if (scan_set_maps(self, nargs == 8 ? args[7] : Py_None) < 0) return NULL;
     int tail = PyObject_IsTrue(args[2]) ? 4 : 0, verify = PyObject_IsTrue(args[3]);
     int count = PyObject_IsTrue(args[5]), json = PyObject_IsTrue(args[6]);
     Py_buffer view;
@@ -293,7 +455,7 @@ static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ss
     int rc = 0;
     if (view.len >= EV_HEADER_LEN && (Py_ssize_t)le((const unsigned char *)view.buf + 9, 4) == view.len)
         rc = scan_event(self, args[0], view.buf, 0, view.len, -1, args[1], args[4], tail, verify,
-                        count, json, 0, &ev);
+                        count, json, 0, 1, &ev);
     PyBuffer_Release(&view);
     if (rc < 0) return NULL;
     if (rc == 0) Py_RETURN_NONE;
@@ -301,18 +463,20 @@ static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ss
 }
 
 /* scan(buf, pos, base, file, tail, verify, filter, count_filtered, json_images,
-   skip_filtered[, verified]) -> self: an iterator over the common rows events lying whole in
+   skip_filtered[, verified[, maps]]) -> self: an iterator over the common rows events (and
+   XID and MariaDB GTID events, and with `maps` the TABLE_MAPs found in it) lying whole in
    buf from pos (base: the file offset of buf[0]); `pos` follows it. It stops at the first
    event it does not take. skip_filtered: the events of tables the filter leaves out are
    checked and passed over (counted in `skipped`), not handed out. verified: the file offset
    below which a CrcAhead thread has checked every event's CRC32 (not checked again). */
 static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10 && nargs != 11) { PyErr_SetString(PyExc_TypeError, "scan() takes 10 or 11 arguments"); return NULL; }
+    if (nargs < 10 || nargs > 12) { PyErr_SetString(PyExc_TypeError, "scan() takes 10 to 12 arguments"); return NULL; }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     long long base = PyLong_AsLongLong(args[2]);
-    long long verified = nargs == 11 ? PyLong_AsLongLong(args[10]) : -1;
+    long long verified = nargs >= 11 ? PyLong_AsLongLong(args[10]) : -1;
     if (PyErr_Occurred()) return NULL;
+    if (scan_set_maps(self, nargs == 12 ? args[11] : Py_None) < 0) return NULL;
     Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
     Py_INCREF(args[3]); Py_XSETREF(self->file, args[3]);
     Py_INCREF(args[6]); Py_XSETREF(self->filter, args[6]);
@@ -344,6 +508,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     long seq = PyLong_AsLong(args[3]);
     if (PyErr_Occurred()) return NULL;
     if (seq < 0 || seq > 255) { PyErr_SetString(PyExc_ValueError, "seq must be 0-255"); return NULL; }
+    Py_CLEAR(self->maps);  /* (a run over packets takes rows events only) */
     Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
     Py_INCREF(args[4]); Py_XSETREF(self->file, args[4]);
     Py_INCREF(args[7]); Py_XSETREF(self->filter, args[7]);
@@ -385,14 +550,14 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
                 && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
                 rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
                                 self->tail, self->verify, self->count_filtered, self->json,
-                                self->skip, &ev);
+                                self->skip, 0, &ev);
             size += 5;
         } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
                    && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
                    && size <= view.len - pos) {
             rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file,
                             self->filter, self->tail, self->verify, self->count_filtered,
-                            self->json, self->skip, &ev);
+                            self->json, self->skip, 1, &ev);
         }
         if (rc != 2) break;
         self->pos = pos + size;
@@ -412,6 +577,8 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
 
 static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
     Py_VISIT(self->make_header); Py_VISIT(self->make_rows); Py_VISIT(self->kinds);
+    Py_VISIT(self->make_xid); Py_VISIT(self->make_gtid); Py_VISIT(self->make_map);
+    Py_VISIT(self->maps);
     Py_VISIT(self->tables); Py_VISIT(self->phl);
     Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
     Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
@@ -420,6 +587,8 @@ static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
 
 static int RowsScanner_clear(RowsScanner *self) {
     Py_CLEAR(self->make_header); Py_CLEAR(self->make_rows); Py_CLEAR(self->kinds);
+    Py_CLEAR(self->make_xid); Py_CLEAR(self->make_gtid); Py_CLEAR(self->make_map);
+    Py_CLEAR(self->maps);
     Py_CLEAR(self->tables); Py_CLEAR(self->phl);
     Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
     Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
@@ -467,8 +636,9 @@ static PyTypeObject RowsScannerType = {
     .tp_name = "binlake.binlog.columns._speedups.RowsScanner",
     .tp_basicsize = sizeof(RowsScanner),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens): "
-              "common rows events framed, checked and decoded in C (see event_rows.h).",
+    .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens"
+              "[, make_xid, make_maria_gtid]): common rows events (and, given the makers, "
+              "XID and MariaDB GTID events) framed, checked and decoded in C (see event_rows.h).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)RowsScanner_init,
     .tp_dealloc = (destructor)RowsScanner_dealloc,

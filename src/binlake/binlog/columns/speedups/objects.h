@@ -110,6 +110,23 @@ static PyObject *SlotMaker_vectorcall(PyObject *self_, PyObject *const *args, si
     return o;
 }
 
+/* A new instance of the maker's class with the first k slots from `first` and the rest from
+   `src` (an instance of that very class): TableMapEvent.moved() in C. NULL with no exception
+   set when `src` is not of the class or has a slot unset (the caller's general path). */
+static PyObject *slot_copy(SlotMaker *self, PyObject *src, PyObject *const *first, Py_ssize_t k) {
+    if (self->cls == NULL || !Py_IS_TYPE(src, self->cls) || k > self->n) return NULL;
+    for (Py_ssize_t i = k; i < self->n; i++)
+        if (*(PyObject **)((char *)src + self->off[i]) == NULL) return NULL;
+    PyObject *o = self->cls->tp_alloc(self->cls, 0);
+    if (o == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        PyObject *v = i < k ? first[i] : *(PyObject **)((char *)src + self->off[i]);
+        Py_INCREF(v);
+        *(PyObject **)((char *)o + self->off[i]) = v;
+    }
+    return o;
+}
+
 static int SlotMaker_init(SlotMaker *self, PyObject *args, PyObject *kw) {
     PyObject *cls, *names;
     if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &names)) return -1;
