@@ -392,3 +392,33 @@ def test_quiet_primary_lets_the_checkpoint_catch_up(mariadb, tmp_path: Path) -> 
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err.decode()
+
+
+def test_small_transactions_start_packet_runs_at_rows_events_only(mariadb, monkeypatch) -> None:
+    """One-row transactions (GTID, TABLE_MAP, rows, XID): a run over the received packets
+    is started where a rows event is next, and takes it; the other three are read the
+    general way without a run that would stop at once. Every change still comes once, in
+    order."""
+    from binlake.binlog.decoder import BinlogDecoder
+
+    table = "rs_small"
+    mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
+    f, p, _ = mariadb.binlog_end_gtid()
+    mariadb.sql(*(f"INSERT INTO {table} VALUES ({i}, {i * 7})" for i in range(60)))
+    runs, decoders = [0], []
+    real = BinlogDecoder.scan_packets
+
+    def counting(self: BinlogDecoder, *args: object) -> object:
+        run = real(self, *args)
+        runs[0] += run is not None
+        decoders.append(self)
+        return run
+
+    monkeypatch.setattr(BinlogDecoder, "scan_packets", counting)
+    bs = BinlogStream(url_of(mariadb), StreamOptions(start=Position(f, p), until_end=True,
+                                                     heartbeat=0.5, tables=lambda s, t: t == table))
+    assert [(r.after["id"], r.after["v"]) for r in bs.changes()] == [(i, i * 7) for i in range(60)]
+    assert decoders, "no run over the received packets was started"
+    scanned = decoders[-1]._scanner.scanned
+    assert scanned >= 55  # the rows events came from runs (the first builds its decoders)
+    assert runs[0] <= scanned + 5  # and runs were started at rows events, not at every packet

@@ -39,6 +39,13 @@ _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by the dump thread, not in
 
 _MIN_EVENT_PACKET = 4 + 1 + 19
 """Packet header, status byte, event header: the least a received event packet can be."""
+_TYPE_AT = 4 + 1 + 4
+"""Where a received event packet's event type is: after the packet header, the status byte
+and the event's timestamp."""
+_RUN_TYPES = frozenset({23, 24, 25, 30, 31, 32})
+"""The rows events a run over received packets takes (event_rows.h: scan_kind): a packet of
+another type is read the general way at once, without starting a run that would stop there
+(a small transaction's GTID, TABLE_MAP and XID: three of its four events)."""
 
 
 class _ResolveAt:
@@ -438,7 +445,8 @@ class BinlogStream:
                 if conn.wants_more():  # (a run ended where the received bytes do)
                     self._receive_more(conn)
                 unread = conn.unread_packets()
-                if unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET:
+                if (unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET
+                        and unread[0][unread[1] + _TYPE_AT] in _RUN_TYPES):
                     # Inside an explicit transaction (a rows event neither opens nor closes
                     # it) and outside an XA one (left-out rows count in its group), the
                     # left-out tables' rows events need only their rows counted: the run
