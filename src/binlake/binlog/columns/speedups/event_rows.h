@@ -8,9 +8,10 @@
  * in a replica's receive buffer, where each event is a packet (scan_packets: the packet's
  * header, sequence id and status byte checked here, anything else left to the caller).
  *
- * The XID and MariaDB GTID events between them are taken too (scan_group_event), in a
- * file's run and one(), not in a run of received packets: the replica's loop decides how
- * it reads a run by the transaction it is in, which those events open and close.
+ * The events around them are taken too: XID and MariaDB GTID (scan_group_event) and a
+ * TABLE_MAP whose bytes the decoder has parsed before (scan_table_map), in a file's run
+ * and one(), not in a run of received packets: the replica's loop decides how it reads a
+ * run by the transaction it is in, which those events open and close.
  *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
@@ -637,8 +638,9 @@ static PyTypeObject RowsScannerType = {
     .tp_basicsize = sizeof(RowsScanner),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens"
-              "[, make_xid, make_maria_gtid]): common rows events (and, given the makers, "
-              "XID and MariaDB GTID events) framed, checked and decoded in C (see event_rows.h).",
+              "[, make_xid, make_maria_gtid[, make_table_map]]): common rows events (and, given "
+              "the makers, XID, MariaDB GTID and already parsed TABLE_MAP events) framed, "
+              "checked and decoded in C (see event_rows.h).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)RowsScanner_init,
     .tp_dealloc = (destructor)RowsScanner_dealloc,
