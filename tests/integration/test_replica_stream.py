@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from binlake.cli import main
@@ -401,6 +402,8 @@ def test_small_transactions_start_packet_runs_at_rows_events_only(mariadb, monke
     order."""
     from binlake.binlog.decoder import BinlogDecoder
 
+    if BinlogDecoder()._scanner is None:
+        pytest.skip("no C extension: no runs over received packets")
     table = "rs_small"
     mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
     f, p, _ = mariadb.binlog_end_gtid()

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from ..binlog.codecs.rows import FAST_TYPES
 from ..binlog.constants import ChecksumAlg, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
@@ -42,10 +43,11 @@ _MIN_EVENT_PACKET = 4 + 1 + 19
 _TYPE_AT = 4 + 1 + 4
 """Where a received event packet's event type is: after the packet header, the status byte
 and the event's timestamp."""
-_RUN_TYPES = frozenset({23, 24, 25, 30, 31, 32})
-"""The rows events a run over received packets takes (event_rows.h: scan_kind): a packet of
-another type is read the general way at once, without starting a run that would stop there
-(a small transaction's GTID, TABLE_MAP and XID: three of its four events)."""
+_RUN_TYPES = FAST_TYPES
+"""The rows events a run over received packets takes (the common ones, as event_rows.h's
+scan_kind): a packet of another type is read the general way at once, without starting a
+run that would stop there (a small transaction's GTID, TABLE_MAP and XID: three of its four
+events)."""
 
 
 class _ResolveAt:

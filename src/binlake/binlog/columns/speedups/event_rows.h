@@ -56,7 +56,7 @@ typedef struct {
     Py_ssize_t limit;
 } RowsScanner;
 
-static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *g_empty_bytes;
+static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *s_table_id, *g_empty_bytes;
 
 /* 0 insert, 1 update, 2 delete for the v1/v2 rows types the scanner takes; -1 otherwise */
 static inline int scan_kind(int code) {
@@ -159,7 +159,7 @@ static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos
         *out = slot_copy((SlotMaker *)s->make_map, cached, first, 4);
         if (*out == NULL) {
             rc = PyErr_Occurred() ? -1 : 0;
-        } else if ((tid = PyObject_GetAttrString(*out, "table_id")) == NULL
+        } else if ((tid = PyObject_GetAttr(*out, s_table_id)) == NULL
                    || PyDict_SetItem(s->tables, tid, *out) < 0) {
             Py_CLEAR(*out);
         } else {
@@ -657,8 +657,10 @@ static int event_rows_init(void) {
     s_row_decoders = PyUnicode_InternFromString("row_decoders");
     s_schema = PyUnicode_InternFromString("schema");
     s_table = PyUnicode_InternFromString("table");
+    s_table_id = PyUnicode_InternFromString("table_id");
     g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
-    if (!s_columns || !s_row_decoders || !s_schema || !s_table || !g_empty_bytes) return -1;
+    if (!s_columns || !s_row_decoders || !s_schema || !s_table || !s_table_id || !g_empty_bytes)
+        return -1;
     return PyType_Ready(&RowsScannerType);
 }
 
