@@ -433,3 +433,26 @@ def test_update_json_images_copy_the_unchanged_values_text(data: st.DataObject) 
     alone = [tuple(enc(pydec(_row_bytes(v), 0)[0]).encode() for v in pair) for pair in pairs]
     packed, pos = jdec.json_rows(buf, 0, len(buf), jdec)
     assert pos == len(buf) and list(packed) == alone
+
+
+def test_a_text_columns_wide_guess_follows_its_values() -> None:
+    """A utf8mb4 column keeps a guess between values (is the next one UCS-4?) that picks
+    the one-pass conversion: values that make it right, wrong (then narrowed) and after an
+    error, each still CPython's str, in its canonical kind, or CPython's error."""
+    cols = [ColumnInfo(index=0, type=T.BLOB, binlog_type=T.BLOB, meta=4, nullable=True,
+                       collation=45)]
+    dec = compile_c_row_decoder(cols, [True])
+    values = ["😀" + "x" * 600, "é" * 700 + "🚀", "€" * 300, "a" * 900, "é" * 400,
+              "🚀" * 200, b"\xf0\x9f\x98" + b"y" * 700, "z" * 600 + "😀", "你" * 250]
+    for v in values:
+        raw = v if isinstance(v, bytes) else v.encode()
+        row = b"\x00" + struct.pack("<I", len(raw)) + raw
+        try:
+            want: object = raw.decode()
+        except UnicodeDecodeError:
+            with pytest.raises(UnicodeDecodeError):
+                dec(row, 0)
+            continue
+        got, pos = dec(row, 0)
+        assert pos == len(row)
+        assert got == (want,) and type(got[0]) is str

@@ -169,3 +169,72 @@ def test_utf8_check_with_one_byte_changed(s: str, where: int, byte: int) -> None
     data = bytearray(s.encode())
     data[where % len(data)] = byte
     assert speedups.utf8_check(bytes(data)) is valid_utf8(bytes(data))
+
+
+# -- the one-pass path: a column's guess that its text holds a character above U+FFFF -----
+# Texts of 512 bytes or more with the guess on are converted into a UCS-4 str and checked in
+# the same pass (AVX-512 only); the result must still be CPython's str (of the canonical
+# kind: str equality compares kinds) or CPython's error, whatever the guess.
+
+def same_as_cpython_guessing(data: bytes) -> None:
+    want = outcome(lambda b: b.decode("utf-8"), data)
+    for wide in (True, False):
+        assert outcome(lambda b: speedups.utf8_decode(b, wide), data) == want, wide
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_guessed_wide_valid_text_of_every_kind_and_length(seed: int) -> None:
+    """Wide, and not (a wrong guess: the str narrowed to its canonical kind), around the
+    one-pass threshold and the 64-byte windows, which advance by whole characters."""
+    rng = random.Random(400 + seed)
+    for n in [*range(120, 200), 255, 256, 257, 500, 511, 512, 513, 1000, 4097, 20_000]:
+        s = text(rng, n)
+        for wide in (True, False):
+            got = speedups.utf8_decode(s.encode(), wide)
+            assert got == s and type(got) is str, (n, wide)
+
+
+def _boundaries(s: str) -> list[int]:
+    """The byte offset of each character of s encoded."""
+    out, at = [], 0
+    for ch in s:
+        out.append(at)
+        at += len(ch.encode())
+    return out
+
+
+@pytest.mark.parametrize("bad", INVALID, ids=[b.hex() for b in INVALID])
+def test_guessed_wide_text_with_an_invalid_sequence_at_every_offset(bad: bytes) -> None:
+    """The one-pass check looks at each window as if ASCII came before it and at the last
+    one for an unfinished character: each invalid form after every character of a stretch
+    longer than several windows, inside the text and at its very end."""
+    rng = random.Random(bad[0])
+    s = text(rng, 900)
+    data = s.encode()
+    for at in _boundaries(s)[300:700]:
+        same_as_cpython_guessing(data[:at] + bad + data[at:])
+        if at >= 512:
+            same_as_cpython_guessing(data[:at] + bad)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_guessed_wide_text_cut_anywhere(seed: int) -> None:
+    rng = random.Random(500 + seed)
+    whole = (text(rng, 300) + "😀" + text(rng, 300)).encode()
+    for n in range(512, len(whole) + 1):
+        same_as_cpython_guessing(whole[:n])  # may end inside a character
+        same_as_cpython_guessing(whole[len(whole) - n:])  # may start inside one
+
+
+@settings(max_examples=300, **_SETTINGS)
+@given(st.text(min_size=520, max_size=3000), st.integers(0, 10**6), st.integers(0, 255))
+def test_guessed_wide_text_with_one_byte_changed(s: str, where: int, byte: int) -> None:
+    data = bytearray(s.encode())
+    data[where % len(data)] = byte
+    same_as_cpython_guessing(bytes(data))
+
+
+@settings(max_examples=200, **_SETTINGS)
+@given(st.binary(min_size=512, max_size=2000))
+def test_guessed_wide_arbitrary_bytes(data: bytes) -> None:
+    same_as_cpython_guessing(data)

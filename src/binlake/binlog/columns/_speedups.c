@@ -78,8 +78,9 @@ static PyMethodDef module_methods[] = {
      "run_column(values, ends, kind, scale, fill) -> (validity or None, data[, offsets]): an "
      "Arrow column of values repeated over runs ending at `ends` (int32 bytes); kind 'q' "
      "int64 (times scale), 'i' int32, 's' string; None a null, or fill."},
-    {"utf8_decode", utf8_decode, METH_O,
-     "utf8_decode(bytes) -> str: the row decoder's UTF-8 decoding (SIMD when the CPU has it)."},
+    {"utf8_decode", utf8_decode, METH_VARARGS,
+     "utf8_decode(bytes, wide=None) -> str: the row decoder's UTF-8 decoding (SIMD when the "
+     "CPU has it); wide=True/False: with a column's guess of a character above U+FFFF."},
     {"utf8_check", utf8_check, METH_O,
      "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,

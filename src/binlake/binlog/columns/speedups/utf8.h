@@ -59,94 +59,6 @@ static inline uint64_t utf8_prefix_mask(Py_ssize_t k) {
     return k >= 64 ? ~0ULL : ((1ULL << k) - 1);
 }
 
-/* Stores the low `take` bytes of an ASCII window as characters of `kind` at out[o]. */
-AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int kind, __m512i v,
-                                                  Py_ssize_t take) {
-    if (kind == 1) {
-        _mm512_mask_storeu_epi8((uint8_t *)out + o, utf8_prefix_mask(take), v);
-    } else if (kind == 2) {
-        uint16_t *d = (uint16_t *)out + o;
-        _mm512_mask_storeu_epi16(d, (__mmask32)utf8_prefix_mask(take),
-                                 _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)));
-        if (take > 32)
-            _mm512_mask_storeu_epi16(d + 32, (__mmask32)utf8_prefix_mask(take - 32),
-                                     _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)));
-    } else {
-        uint32_t *d = (uint32_t *)out + o;
-        __m128i q[4] = {_mm512_extracti32x4_epi32(v, 0), _mm512_extracti32x4_epi32(v, 1),
-                        _mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3)};
-        for (int k = 0; k < 4 && take > 16 * k; k++)
-            _mm512_mask_storeu_epi32(d + 16 * k, (__mmask16)utf8_prefix_mask(take - 16 * k),
-                                     _mm512_cvtepu8_epi32(q[k]));
-    }
-}
-
-/* Pass 2: code points into `out` (a str of `kind` with room for `chars`) from bytes that
-   utf8_valid_long accepted; 0, or -1 if the character count does not add up (never for
-   valid bytes: a guard that keeps every store inside `out`). */
-AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out, int kind,
-                                      Py_ssize_t chars) {
-    const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
-    const __m512i spread = _mm512_load_si512((const void *)UTF8_SPREAD);
-    const __m512i byteoff = _mm512_load_si512((const void *)UTF8_BYTEOFF);
-    const __m512i not_cont = _mm512_set1_epi8(-65);
-    const __m512i low8 = _mm512_set1_epi32(0xFF);
-    const __m512i cont_bits = _mm512_set1_epi32(0x3F3F3F00);
-    const __m512i lead_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_LEAD));
-    const __m512i shift_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_SHIFT));
-    const __m512i weights8 = _mm512_set1_epi32(0x01400140);   /* bytes 64, 1, 64, 1 */
-    const __m512i weights16 = _mm512_set1_epi32(0x00011000);  /* words 4096, 1 */
-    Py_ssize_t i = 0, o = 0;
-    while (i < n) {
-        Py_ssize_t rem = n - i;
-        __mmask64 in = utf8_prefix_mask(rem);
-        __m512i v = _mm512_maskz_loadu_epi8(in, s + i);
-        if (_mm512_movepi8_mask(v) == 0) {  /* all ASCII */
-            Py_ssize_t take = rem >= 64 ? 64 : rem;
-            if (o + take > chars) return -1;
-            utf8_store_ascii(out, o, kind, v, take);
-            o += take;
-            i += take;
-            continue;
-        }
-        uint64_t leads = _mm512_mask_cmpgt_epi8_mask(in, v, not_cont);
-        if (!(leads & 1)) return -1;  /* a window starts at a character */
-        uint64_t use;
-        Py_ssize_t take;
-        if (rem > 64) {  /* the last character may continue in the next window: leave it */
-            int last = 63 - __builtin_clzll(leads);
-            if (last < 60) return -1;  /* four continuation bytes in a row */
-            use = leads & ~(1ULL << last);
-            take = last;
-        } else {
-            use = leads;
-            take = rem;
-        }
-        int count = (int)_mm_popcnt_u64(use);
-        if (o + count > chars) return -1;
-        __m512i pos = _mm512_maskz_compress_epi8(use, iota);
-        for (int k0 = 0; k0 < count; k0 += 16) {
-            int m = count - k0 < 16 ? count - k0 : 16;
-            __mmask16 lanes = (__mmask16)utf8_prefix_mask(m);
-            __m512i sel = _mm512_add_epi8(spread, _mm512_set1_epi8((char)k0));
-            __m512i idx = _mm512_add_epi8(_mm512_permutexvar_epi8(sel, pos), byteoff);
-            __m512i g = _mm512_permutexvar_epi8(idx, v);  /* lane j: bytes b0 b1 b2 b3 */
-            __m512i nib = _mm512_srli_epi32(_mm512_and_si512(g, low8), 4);  /* lead's high nibble */
-            __m512i keep = _mm512_or_si512(_mm512_maskz_shuffle_epi8(BYTE0, lead_t, nib), cont_bits);
-            /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
-            __m512i t = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(g, keep), weights8),
-                                          weights16);
-            __m512i cp = _mm512_srlv_epi32(t, _mm512_maskz_shuffle_epi8(BYTE0, shift_t, nib));
-            if (kind == 4) _mm512_mask_storeu_epi32((uint32_t *)out + o, lanes, cp);
-            else if (kind == 2) _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + o, lanes, cp);
-            else _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + o, lanes, cp);
-            o += m;
-        }
-        i += take;
-    }
-    return o == chars ? 0 : -1;
-}
-
 /* Error classes of a byte pair (previous byte, this byte), as bits: a pair is wrong when the
    three lookups below (previous byte's high nibble, its low nibble, this byte's high
    nibble) share a bit. Bit 7 (two continuations) is the exception: it must be set exactly
@@ -183,9 +95,170 @@ static const uint8_t U8_THIS_HIGH[16] = {
     U8_SHORT, U8_SHORT, U8_SHORT, U8_SHORT};
 
 /* The 64 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`
-   (uses the caller's `iota`, the byte indexes 0-63). */
+   (a byte permute of the 128; on Zen 4 faster than a lane move and in-lane shifts). */
 #define U8_BEFORE(cur, prev, k) _mm512_permutex2var_epi8((cur), _mm512_and_si512( \
-    _mm512_sub_epi8(iota, _mm512_set1_epi8(k)), _mm512_set1_epi8(127)), (prev))
+    _mm512_sub_epi8(_mm512_load_si512((const void *)UTF8_IOTA), _mm512_set1_epi8(k)), \
+    _mm512_set1_epi8(127)), (prev))
+
+/* The error bits of the 64 bytes of `cur` (`prev`: the 64 bytes before them), nonzero
+   somewhere if a byte pair is wrong or a 3rd/4th byte is missing or extra; a character cut
+   at cur's end is not counted here (the caller checks what ends a text). */
+AVX512_TARGET static inline __attribute__((always_inline)) __m512i utf8_block_errors(
+        __m512i cur, __m512i prev) {
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i prev_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_HIGH));
+    const __m512i prev_low = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_LOW));
+    const __m512i this_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_THIS_HIGH));
+    __m512i p1 = U8_BEFORE(cur, prev, 1), p2 = U8_BEFORE(cur, prev, 2),
+            p3 = U8_BEFORE(cur, prev, 3);
+    __m512i sc = _mm512_and_si512(
+        _mm512_and_si512(
+            _mm512_shuffle_epi8(prev_high, _mm512_and_si512(_mm512_srli_epi16(p1, 4), nib)),
+            _mm512_shuffle_epi8(prev_low, _mm512_and_si512(p1, nib))),
+        _mm512_shuffle_epi8(this_high, _mm512_and_si512(_mm512_srli_epi16(cur, 4), nib)));
+    /* where this byte must be a 3rd or 4th one: two back is E0+ or three back is F0+ */
+    __m512i due = _mm512_and_si512(
+        _mm512_or_si512(_mm512_subs_epu8(p2, _mm512_set1_epi8(0xE0 - 0x80)),
+                        _mm512_subs_epu8(p3, _mm512_set1_epi8(0xF0 - 0x80))),
+        _mm512_set1_epi8((char)0x80));
+    return _mm512_xor_si512(due, sc);
+}
+
+/* Stores the low `take` bytes of an ASCII window as characters of `kind` at out[o]. */
+AVX512_TARGET static inline void utf8_store_ascii(void *out, Py_ssize_t o, int kind, __m512i v,
+                                                  Py_ssize_t take) {
+    if (kind == 1) {
+        _mm512_mask_storeu_epi8((uint8_t *)out + o, utf8_prefix_mask(take), v);
+    } else if (kind == 2) {
+        uint16_t *d = (uint16_t *)out + o;
+        _mm512_mask_storeu_epi16(d, (__mmask32)utf8_prefix_mask(take),
+                                 _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)));
+        if (take > 32)
+            _mm512_mask_storeu_epi16(d + 32, (__mmask32)utf8_prefix_mask(take - 32),
+                                     _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)));
+    } else {
+        uint32_t *d = (uint32_t *)out + o;
+        __m128i q[4] = {_mm512_extracti32x4_epi32(v, 0), _mm512_extracti32x4_epi32(v, 1),
+                        _mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3)};
+        for (int k = 0; k < 4 && take > 16 * k; k++)
+            _mm512_mask_storeu_epi32(d + 16 * k, (__mmask16)utf8_prefix_mask(take - 16 * k),
+                                     _mm512_cvtepu8_epi32(q[k]));
+    }
+}
+
+/* A 64-byte block's bytes that start a character the next block must finish (lead F0+
+   at 61, E0+ at 62, C0+ at 63) are unsigned greater than these. */
+AVX512_TARGET static inline __m512i utf8_tail_max(void) {
+    return _mm512_mask_blend_epi8(0xE000000000000000ULL, _mm512_set1_epi8(-1),
+        _mm512_set_epi8((char)0xBF, (char)0xDF, (char)0xEF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+}
+
+/* Code points into `out` (characters of `kind`, room for `room`); the number written, or
+   -1 if that would pass `room` or the windows do not fall on characters (never for valid
+   bytes: a guard that keeps every store inside `out`).
+
+   check=0: the bytes are valid (utf8_valid_long said so). check=1: the same pass also
+   checks them (-1 if not) and sets *top to the largest byte (0xF0 or more: a character
+   above U+FFFF). Each window starts at a character, so its 64 bytes are checked as if
+   ASCII came before; bytes past the characters it takes are checked again as the next
+   window's first ones, and only the last window may not end inside a character. All-ASCII
+   windows need no check. */
+AVX512_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert_core(
+        const uint8_t *s, Py_ssize_t n, void *out, int kind, Py_ssize_t room, int check,
+        unsigned *top) {
+    const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
+    const __m512i spread = _mm512_load_si512((const void *)UTF8_SPREAD);
+    const __m512i byteoff = _mm512_load_si512((const void *)UTF8_BYTEOFF);
+    const __m512i not_cont = _mm512_set1_epi8(-65);
+    const __m512i low8 = _mm512_set1_epi32(0xFF);
+    const __m512i cont_bits = _mm512_set1_epi32(0x3F3F3F00);
+    const __m512i lead_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_LEAD));
+    const __m512i shift_t = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)UTF8_SHIFT));
+    const __m512i weights8 = _mm512_set1_epi32(0x01400140);   /* bytes 64, 1, 64, 1 */
+    const __m512i weights16 = _mm512_set1_epi32(0x00011000);  /* words 4096, 1 */
+    __m512i err = _mm512_setzero_si512(), mx = err;
+    Py_ssize_t i = 0, o = 0;
+    while (i < n) {
+        Py_ssize_t rem = n - i;
+        __mmask64 in = utf8_prefix_mask(rem);
+        __m512i v = _mm512_maskz_loadu_epi8(in, s + i);
+        if (_mm512_movepi8_mask(v) == 0) {  /* all ASCII */
+            Py_ssize_t take = rem >= 64 ? 64 : rem;
+            if (o + take > room) return -1;
+            utf8_store_ascii(out, o, kind, v, take);
+            o += take;
+            i += take;
+            continue;
+        }
+        uint64_t leads = _mm512_mask_cmpgt_epi8_mask(in, v, not_cont);
+        if (!(leads & 1)) return -1;  /* a window starts at a character */
+        if (check) {  /* (a short last window reads zeros past the end: a cut one is wrong) */
+            err = _mm512_or_si512(err, utf8_block_errors(v, _mm512_setzero_si512()));
+            mx = _mm512_max_epu8(mx, v);
+            if (rem == 64 && _mm512_cmpgt_epu8_mask(v, utf8_tail_max())) return -1;
+        }
+        uint64_t use;
+        Py_ssize_t take;
+        if (rem > 64) {  /* the last character may continue in the next window: leave it */
+            int last = 63 - __builtin_clzll(leads);
+            if (last < 60) return -1;  /* four continuation bytes in a row */
+            use = leads & ~(1ULL << last);
+            take = last;
+        } else {
+            use = leads;
+            take = rem;
+        }
+        int count = (int)_mm_popcnt_u64(use);
+        if (o + count > room) return -1;
+        __m512i pos = _mm512_maskz_compress_epi8(use, iota);
+        for (int k0 = 0; k0 < count; k0 += 16) {
+            int m = count - k0 < 16 ? count - k0 : 16;
+            __mmask16 lanes = (__mmask16)utf8_prefix_mask(m);
+            __m512i sel = _mm512_add_epi8(spread, _mm512_set1_epi8((char)k0));
+            __m512i idx = _mm512_add_epi8(_mm512_permutexvar_epi8(sel, pos), byteoff);
+            __m512i g = _mm512_permutexvar_epi8(idx, v);  /* lane j: bytes b0 b1 b2 b3 */
+            __m512i nib = _mm512_srli_epi32(_mm512_and_si512(g, low8), 4);  /* lead's high nibble */
+            __m512i keep = _mm512_or_si512(_mm512_maskz_shuffle_epi8(BYTE0, lead_t, nib), cont_bits);
+            /* (64*b0 + b1) * 4096 + (64*b2 + b3), payload bits only, >> 6 per missing byte */
+            __m512i t = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(g, keep), weights8),
+                                          weights16);
+            __m512i cp = _mm512_srlv_epi32(t, _mm512_maskz_shuffle_epi8(BYTE0, shift_t, nib));
+            if (kind == 4) _mm512_mask_storeu_epi32((uint32_t *)out + o, lanes, cp);
+            else if (kind == 2) _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + o, lanes, cp);
+            else _mm512_mask_cvtepi32_storeu_epi8((uint8_t *)out + o, lanes, cp);
+            o += m;
+        }
+        i += take;
+    }
+    if (check) {
+        if (_mm512_test_epi8_mask(err, err) != 0) return -1;
+        *top = _mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0)) ? 0xF0 : 0;
+    }
+    return o;
+}
+
+/* Pass 2: code points into `out` (a str of `kind` with room for `chars`) from bytes that
+   utf8_valid_long accepted; 0, or -1 if the character count does not add up (never for
+   valid bytes). */
+AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out, int kind,
+                                      Py_ssize_t chars) {
+    return utf8_convert_core(s, n, out, kind, chars, 0, NULL) == chars ? 0 : -1;
+}
+
+/* Both passes in one, for text expected to hold a character above U+FFFF: UCS-4 code
+   points into `out` (room for `room`, at least n for any valid text), checking the bytes
+   as it goes; the character count (*wide: 1 if one is above U+FFFF), or -1 if the bytes
+   are not strict UTF-8. */
+AVX512_TARGET static Py_ssize_t utf8_convert_checked(const uint8_t *s, Py_ssize_t n,
+                                                     uint32_t *out, Py_ssize_t room, int *wide) {
+    unsigned top = 0;
+    Py_ssize_t chars = utf8_convert_core(s, n, out, 4, room, 1, &top);
+    *wide = top >= 0xF0;
+    return chars;
+}
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
    text: the caller's scalar check is as fast). Only with AVX-512 in use. Why not the
@@ -196,19 +269,8 @@ static const uint8_t U8_THIS_HIGH[16] = {
 AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_scan(
         const char *text, Py_ssize_t n, Py_ssize_t *chars, unsigned *maxbyte) {
     const uint8_t *s = (const uint8_t *)text;
-    const __m512i iota = _mm512_load_si512((const void *)UTF8_IOTA);
-    const __m512i nib = _mm512_set1_epi8(0x0F);
     const __m512i not_cont = _mm512_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
-    const __m512i prev_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_HIGH));
-    const __m512i prev_low = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_PREV_LOW));
-    const __m512i this_high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)U8_THIS_HIGH));
-    /* a block's last 3 bytes start a character the next block must finish (lead F0+ at 61,
-       E0+ at 62, C0+ at 63): unsigned greater than these */
-    const __m512i tail_max = _mm512_mask_blend_epi8(0xE000000000000000ULL, _mm512_set1_epi8(-1),
-        _mm512_set_epi8((char)0xBF, (char)0xDF, (char)0xEF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i tail_max = utf8_tail_max();
     __m512i prev = _mm512_setzero_si512(), err = _mm512_setzero_si512(), mx = err;
     __mmask64 incomplete = 0;
     Py_ssize_t leads = 0;
@@ -231,19 +293,7 @@ AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_sc
             mx = _mm512_max_epu8(mx, cur);
             leads += _mm_popcnt_u64(_mm512_mask_cmpgt_epi8_mask(in, cur, not_cont));
         }
-        __m512i p1 = U8_BEFORE(cur, prev, 1), p2 = U8_BEFORE(cur, prev, 2),
-                p3 = U8_BEFORE(cur, prev, 3);
-        __m512i sc = _mm512_and_si512(
-            _mm512_and_si512(
-                _mm512_shuffle_epi8(prev_high, _mm512_and_si512(_mm512_srli_epi16(p1, 4), nib)),
-                _mm512_shuffle_epi8(prev_low, _mm512_and_si512(p1, nib))),
-            _mm512_shuffle_epi8(this_high, _mm512_and_si512(_mm512_srli_epi16(cur, 4), nib)));
-        /* where this byte must be a 3rd or 4th one: two back is E0+ or three back is F0+ */
-        __m512i due = _mm512_and_si512(
-            _mm512_or_si512(_mm512_subs_epu8(p2, _mm512_set1_epi8(0xE0 - 0x80)),
-                            _mm512_subs_epu8(p3, _mm512_set1_epi8(0xF0 - 0x80))),
-            _mm512_set1_epi8((char)0x80));
-        err = _mm512_or_si512(err, _mm512_xor_si512(due, sc));
+        err = _mm512_or_si512(err, utf8_block_errors(cur, prev));
         incomplete = _mm512_cmpgt_epu8_mask(cur, tail_max);
         prev = cur;
     }
@@ -347,15 +397,55 @@ static void utf8_simd_init(void) {
 static void utf8_simd_init(void) { g_utf8_simd = 0; }
 #endif
 
-/* The str of UTF-8 bytes, or NULL with UnicodeDecodeError (exactly CPython's). */
-static PyObject *utf8_str(const char *s, Py_ssize_t n) {
+/* Texts this long or longer may take the one-pass path (utf8_str_hinted). */
+#define UTF8_ONEPASS_MIN 512
+/* ... and this long or shorter: it allocates 4 bytes a byte of text before it knows the
+   length (the str then gives back what it does not need). */
+#define UTF8_ONEPASS_MAX (16 << 20)
+
+/* The str of UTF-8 bytes, or NULL with UnicodeDecodeError (exactly CPython's).
+
+   `wide` (may be NULL): a column's guess, kept between its values, that its text holds a
+   character above U+FFFF (emoji, rare CJK), so its str is UCS-4. Then the text is
+   converted and checked in one pass into a UCS-4 str of the byte length, given back to
+   the character count after: the count and check pass of the two-pass way is saved (on
+   the benchmark's `large` table, a sixth of all decoding time). A wrong guess costs a
+   copy to the narrower str CPython would make (the result is always the same str), and
+   turns the guess off until a value of the column is wide again. */
+static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *wide) {
 #ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
+        int hintable = wide != NULL && n >= UTF8_ONEPASS_MIN && n <= UTF8_ONEPASS_MAX &&
+                       g_utf8_simd == UTF8_AVX512;
+        if (hintable && *wide) {
+            PyObject *u = PyUnicode_New(n, 0x10FFFF);
+            if (u == NULL) return NULL;
+            int above;
+            Py_ssize_t chars = utf8_convert_checked((const uint8_t *)s, n,
+                                                    (uint32_t *)PyUnicode_DATA(u), n, &above);
+            if (chars < 0) {  /* not UTF-8: CPython's decoder names the byte and the reason */
+                Py_DECREF(u);
+                return PyUnicode_DecodeUTF8(s, n, NULL);
+            }
+            if (!above) {  /* guessed wrong: the canonical (narrower) str */
+                *wide = 0;
+                PyObject *narrow = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND,
+                                                             PyUnicode_DATA(u), chars);
+                Py_DECREF(u);
+                return narrow;
+            }
+            if (chars < n && PyUnicode_Resize(&u, chars) < 0) {
+                Py_DECREF(u);
+                return NULL;
+            }
+            return u;
+        }
         Py_ssize_t chars;
         unsigned top;
         if (!(g_utf8_simd == UTF8_AVX512 ? utf8_scan_valid_512(s, n, &chars, &top)
                                           : utf8_scan_valid_avx2(s, n, &chars, &top)))
             return PyUnicode_DecodeUTF8(s, n, NULL);  /* it names the byte and the reason */
+        if (hintable) *wide = top == 0xF0;
         Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
         if (maxchar == 0x7F) {
             PyObject *u = PyUnicode_New(n, 0x7F);
@@ -376,11 +466,16 @@ static PyObject *utf8_str(const char *s, Py_ssize_t n) {
 }
 
 
-/* utf8_decode(bytes) -> str: the decoder above, for tests and benchmarks. */
-static PyObject *utf8_decode(PyObject *mod, PyObject *arg) {
+
+/* utf8_decode(bytes, wide=None) -> str: the decoder above, for tests and benchmarks;
+   wide=True/False: with that guess (the one-pass path for True). */
+static PyObject *utf8_decode(PyObject *mod, PyObject *args) {
+    PyObject *arg, *guess = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:utf8_decode", &arg, &guess)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *u = utf8_str((const char *)view.buf, view.len);
+    uint8_t wide = guess != Py_None && PyObject_IsTrue(guess) == 1;
+    PyObject *u = utf8_str_hinted((const char *)view.buf, view.len, guess == Py_None ? NULL : &wide);
     PyBuffer_Release(&view);
     return u;
 }
