@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -435,15 +436,25 @@ def test_update_json_images_copy_the_unchanged_values_text(data: st.DataObject) 
     assert pos == len(buf) and list(packed) == alone
 
 
-def test_a_text_columns_wide_guess_follows_its_values() -> None:
-    """A utf8mb4 column keeps a guess between values (is the next one UCS-4?) that picks
-    the one-pass conversion: values that make it right, wrong (then narrowed) and after an
-    error, each still CPython's str, in its canonical kind, or CPython's error."""
+def test_a_text_columns_kind_guess_follows_its_values() -> None:
+    """A utf8mb4 column keeps a guess between values (the kind of its next str) that picks
+    the one-pass conversion: values that make it right, too wide (narrowed after), too
+    narrow (converted again), ASCII and after an error, each still CPython's str, in its
+    canonical kind, or CPython's error."""
     cols = [ColumnInfo(index=0, type=T.BLOB, binlog_type=T.BLOB, meta=4, nullable=True,
                        collation=45)]
     dec = compile_c_row_decoder(cols, [True])
-    values = ["😀" + "x" * 600, "é" * 700 + "🚀", "€" * 300, "a" * 900, "é" * 400,
-              "🚀" * 200, b"\xf0\x9f\x98" + b"y" * 700, "z" * 600 + "😀", "你" * 250]
+    # (the guess is sure after two values of a kind in a row; the comments say which way
+    # each value goes)
+    values = ["é" * 700 + "🚀", "😀" + "x" * 600,  # two passes, then UCS-4 is sure
+              "z" * 600 + "😀",  # one pass, right
+              "€" * 300,  # one pass, too wide: narrowed
+              "你" * 250, "你" * 100 + "😀",  # two passes, UCS-2 sure; one pass too narrow
+              "🚀" * 200, "a" * 900,  # UCS-4 sure; ASCII in one pass: narrowed
+              "é" * 400, "ß" * 300, "ß" * 300 + "Ā",  # Latin-1 sure; too narrow
+              "Ā" * 300, "ſ" * 300,  # UCS-2 (2-byte sequences) sure
+              b"\xc4\x80" * 300 + b"\xf0\x9f\x98" + b"y" * 700,  # one pass: not UTF-8
+              "é" * 300 + "€", "a" * 700]
     for v in values:
         raw = v if isinstance(v, bytes) else v.encode()
         row = b"\x00" + struct.pack("<I", len(raw)) + raw
@@ -456,3 +467,4 @@ def test_a_text_columns_wide_guess_follows_its_values() -> None:
         got, pos = dec(row, 0)
         assert pos == len(row)
         assert got == (want,) and type(got[0]) is str
+        assert sys.getsizeof(got[0]) == sys.getsizeof(want)  # the canonical kind

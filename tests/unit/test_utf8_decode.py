@@ -171,27 +171,51 @@ def test_utf8_check_with_one_byte_changed(s: str, where: int, byte: int) -> None
     assert speedups.utf8_check(bytes(data)) is valid_utf8(bytes(data))
 
 
-# -- the one-pass path: a column's guess that its text holds a character above U+FFFF -----
-# Texts of 512 bytes or more with the guess on are converted into a UCS-4 str and checked in
-# the same pass (AVX-512 only); the result must still be CPython's str (of the canonical
-# kind: str equality compares kinds) or CPython's error, whatever the guess.
+# -- the one-pass path: a column's guess of its next str's kind ----------------------------
+# Texts of 512 bytes or more with a guess (1, 2 or 4) are converted into a str of that kind
+# and checked in the same pass (AVX-512 only); the result must still be CPython's str (of
+# the canonical kind: str equality compares kinds) or CPython's error, whatever the guess:
+# right, too wide (narrowed after), too narrow (characters cut, converted again) or none.
+
+GUESSES = (0, 1, 2, 4)
+
+
+def canonical_outcome(fn, data: bytes) -> tuple[str, object]:
+    """outcome(), with the str's size: a str of the same text but not the canonical kind
+    (Latin-1 where ASCII would do, UCS-2 where Latin-1 would) differs in it."""
+    what, value = outcome(fn, data)
+    return (what, (value, sys.getsizeof(value))) if what == "ok" else (what, value)
+
 
 def same_as_cpython_guessing(data: bytes) -> None:
-    want = outcome(lambda b: b.decode("utf-8"), data)
-    for wide in (True, False):
-        assert outcome(lambda b: speedups.utf8_decode(b, wide), data) == want, wide
+    want = canonical_outcome(lambda b: b.decode("utf-8"), data)
+    for guess in GUESSES:
+        assert canonical_outcome(lambda b: speedups.utf8_decode(b, guess), data) == want, guess
+
+
+# One alphabet per canonical kind: ASCII, Latin-1, UCS-2 from 2-byte and from 3-byte
+# sequences, UCS-4.
+KIND_ALPHABETS = ["abc xyz019", "abcéàüß\xff", "abcĀſ\u07ff", "abc€你\uffff", "abc😀\U0010ffff"]
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_guessed_wide_valid_text_of_every_kind_and_length(seed: int) -> None:
-    """Wide, and not (a wrong guess: the str narrowed to its canonical kind), around the
-    one-pass threshold and the 64-byte windows, which advance by whole characters."""
+def test_guessed_valid_text_of_every_kind_and_length(seed: int) -> None:
+    """Every guess against text of every kind, around the one-pass threshold and the 64-byte
+    windows, which advance by whole characters."""
     rng = random.Random(400 + seed)
     for n in [*range(120, 200), 255, 256, 257, 500, 511, 512, 513, 1000, 4097, 20_000]:
         s = text(rng, n)
-        for wide in (True, False):
-            got = speedups.utf8_decode(s.encode(), wide)
-            assert got == s and type(got) is str, (n, wide)
+        for guess in GUESSES:
+            got = speedups.utf8_decode(s.encode(), guess)
+            assert got == s and type(got) is str, (n, guess)
+    for alphabet in KIND_ALPHABETS:  # each kind alone, after each guess
+        for n in (511, 512, 700, 3000):
+            same_as_cpython_guessing("".join(rng.choice(alphabet) for _ in range(n)).encode())
+
+
+def test_a_guess_that_is_not_a_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        speedups.utf8_decode(b"abc", 3)
 
 
 def _boundaries(s: str) -> list[int]:
@@ -204,7 +228,7 @@ def _boundaries(s: str) -> list[int]:
 
 
 @pytest.mark.parametrize("bad", INVALID, ids=[b.hex() for b in INVALID])
-def test_guessed_wide_text_with_an_invalid_sequence_at_every_offset(bad: bytes) -> None:
+def test_guessed_text_with_an_invalid_sequence_at_every_offset(bad: bytes) -> None:
     """The one-pass check looks at each window as if ASCII came before it and at the last
     one for an unfinished character: each invalid form after every character of a stretch
     longer than several windows, inside the text and at its very end."""
@@ -218,7 +242,7 @@ def test_guessed_wide_text_with_an_invalid_sequence_at_every_offset(bad: bytes) 
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_guessed_wide_text_cut_anywhere(seed: int) -> None:
+def test_guessed_text_cut_anywhere(seed: int) -> None:
     rng = random.Random(500 + seed)
     whole = (text(rng, 300) + "😀" + text(rng, 300)).encode()
     for n in range(512, len(whole) + 1):
@@ -228,7 +252,7 @@ def test_guessed_wide_text_cut_anywhere(seed: int) -> None:
 
 @settings(max_examples=300, **_SETTINGS)
 @given(st.text(min_size=520, max_size=3000), st.integers(0, 10**6), st.integers(0, 255))
-def test_guessed_wide_text_with_one_byte_changed(s: str, where: int, byte: int) -> None:
+def test_guessed_text_with_one_byte_changed(s: str, where: int, byte: int) -> None:
     data = bytearray(s.encode())
     data[where % len(data)] = byte
     same_as_cpython_guessing(bytes(data))
@@ -236,5 +260,5 @@ def test_guessed_wide_text_with_one_byte_changed(s: str, where: int, byte: int) 
 
 @settings(max_examples=200, **_SETTINGS)
 @given(st.binary(min_size=512, max_size=2000))
-def test_guessed_wide_arbitrary_bytes(data: bytes) -> None:
+def test_guessed_arbitrary_bytes(data: bytes) -> None:
     same_as_cpython_guessing(data)

@@ -79,8 +79,8 @@ static PyMethodDef module_methods[] = {
      "Arrow column of values repeated over runs ending at `ends` (int32 bytes); kind 'q' "
      "int64 (times scale), 'i' int32, 's' string; None a null, or fill."},
     {"utf8_decode", utf8_decode, METH_VARARGS,
-     "utf8_decode(bytes, wide=None) -> str: the row decoder's UTF-8 decoding (SIMD when the "
-     "CPU has it); wide=True/False: with a column's guess of a character above U+FFFF."},
+     "utf8_decode(bytes, guess=None) -> str: the row decoder's UTF-8 decoding (SIMD when the "
+     "CPU has it); guess=0/1/2/4: with a column's guess of the str's kind."},
     {"utf8_check", utf8_check, METH_O,
      "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,

@@ -21,8 +21,9 @@ typedef struct {
     PyObject *key;       /* bytes: the JSON object key and colon, '"name":' */
     PyObject *jlabels;   /* ENUM/SET: tuple of bytes, each label JSON-escaped (no quotes) */
     uint32_t *charmap;   /* TXT_CHARMAP: byte -> code point (0xFFFE: undefined) */
-    uint8_t wide;        /* UTF-8 text: the guess that the next value is UCS-4 (utf8_str_hinted),
-                            changed as values are decoded (the only field that is) */
+    uint8_t kind_guess;  /* UTF-8 text: the guessed kind of the next value's str
+                            (utf8_str_hinted), changed as values are decoded (the only
+                            field that is) */
 } ColOp;
 
 typedef struct { char *p; Py_ssize_t len, cap; } Buf;

@@ -156,16 +156,24 @@ AVX512_TARGET static inline __m512i utf8_tail_max(void) {
                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
 }
 
+/* The widest lead among the bytes whose byte-wise maximum is mx, as a class: 0xF0 (a
+   character above U+FFFF: UCS-4), 0xC4 (above U+00FF: UCS-2), 0x80 (Latin-1), 0 (ASCII). */
+AVX512_TARGET static inline unsigned utf8_top_of(__m512i mx) {
+    if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0))) return 0xF0;
+    if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xC4))) return 0xC4;
+    return _mm512_movepi8_mask(mx) ? 0x80 : 0;
+}
+
 /* Code points into `out` (characters of `kind`, room for `room`); the number written, or
    -1 if that would pass `room` or the windows do not fall on characters (never for valid
    bytes: a guard that keeps every store inside `out`).
 
    check=0: the bytes are valid (utf8_valid_long said so). check=1: the same pass also
-   checks them (-1 if not) and sets *top to the largest byte (0xF0 or more: a character
-   above U+FFFF). Each window starts at a character, so its 64 bytes are checked as if
-   ASCII came before; bytes past the characters it takes are checked again as the next
-   window's first ones, and only the last window may not end inside a character. All-ASCII
-   windows need no check. */
+   checks them (-1 if not) and sets *top to their widest lead (utf8_top_of); characters
+   wider than `kind` are stored cut, which the caller sees in *top. Each window starts at
+   a character, so its 64 bytes are checked as if ASCII came before; bytes past the
+   characters it takes are checked again as the next window's first ones, and only the
+   last window may not end inside a character. All-ASCII windows need no check. */
 AVX512_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert_core(
         const uint8_t *s, Py_ssize_t n, void *out, int kind, Py_ssize_t room, int check,
         unsigned *top) {
@@ -235,7 +243,7 @@ AVX512_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_conve
     }
     if (check) {
         if (_mm512_test_epi8_mask(err, err) != 0) return -1;
-        *top = _mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0)) ? 0xF0 : 0;
+        *top = utf8_top_of(mx);
     }
     return o;
 }
@@ -248,16 +256,15 @@ AVX512_TARGET static int utf8_convert(const uint8_t *s, Py_ssize_t n, void *out,
     return utf8_convert_core(s, n, out, kind, chars, 0, NULL) == chars ? 0 : -1;
 }
 
-/* Both passes in one, for text expected to hold a character above U+FFFF: UCS-4 code
-   points into `out` (room for `room`, at least n for any valid text), checking the bytes
-   as it goes; the character count (*wide: 1 if one is above U+FFFF), or -1 if the bytes
-   are not strict UTF-8. */
-AVX512_TARGET static Py_ssize_t utf8_convert_checked(const uint8_t *s, Py_ssize_t n,
-                                                     uint32_t *out, Py_ssize_t room, int *wide) {
-    unsigned top = 0;
-    Py_ssize_t chars = utf8_convert_core(s, n, out, 4, room, 1, &top);
-    *wide = top >= 0xF0;
-    return chars;
+/* Both passes in one, for text whose str is expected to be of `kind`: code points into
+   `out` (room for `room`, at least n for any valid text), the bytes checked as they go;
+   the character count (*top: their widest lead, utf8_top_of), or -1 if the bytes are not
+   strict UTF-8. */
+AVX512_TARGET static Py_ssize_t utf8_convert_checked(const uint8_t *s, Py_ssize_t n, void *out,
+                                                     int kind, Py_ssize_t room, unsigned *top) {
+    if (kind == 4) return utf8_convert_core(s, n, out, 4, room, 1, top);
+    if (kind == 2) return utf8_convert_core(s, n, out, 2, room, 1, top);
+    return utf8_convert_core(s, n, out, 1, room, 1, top);
 }
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
@@ -301,12 +308,8 @@ AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_sc
        reads zeros past the end, which the pairs above already refuse after a lead) */
     if (incomplete || _mm512_test_epi8_mask(err, err) != 0) return 0;
     if (chars != NULL) {
-        unsigned top = 0;
-        if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xF0))) top = 0xF0;
-        else if (_mm512_cmpge_epu8_mask(mx, _mm512_set1_epi8((char)0xC4))) top = 0xC4;
-        else if (_mm512_movepi8_mask(mx)) top = 0x80;
         *chars = leads;
-        *maxbyte = top;
+        *maxbyte = utf8_top_of(mx);
     }
     return 1;
 }
@@ -399,54 +402,79 @@ static void utf8_simd_init(void) { g_utf8_simd = 0; }
 
 /* Texts this long or longer may take the one-pass path (utf8_str_hinted). */
 #define UTF8_ONEPASS_MIN 512
-/* ... and this long or shorter: it allocates 4 bytes a byte of text before it knows the
-   length (the str then gives back what it does not need). */
+/* ... and this long or shorter: it allocates a character a byte of text before it knows
+   the length (the str then gives back what it does not need; pages never written are
+   never touched). */
 #define UTF8_ONEPASS_MAX (16 << 20)
+
+/* The str kind (1, 2, 4) for the widest lead class of utf8_top_of; 0 for ASCII (the str
+   of PyUnicode_New(n, 0x7F), laid out apart from the other kinds). */
+static inline int utf8_kind_of_top(unsigned top) {
+    return top == 0xF0 ? 4 : top == 0xC4 ? 2 : top == 0x80 ? 1 : 0;
+}
+
+static inline Py_UCS4 utf8_kind_maxchar(int kind) {
+    return kind == 4 ? 0x10FFFF : kind == 2 ? 0xFFFF : kind == 1 ? 0xFF : 0x7F;
+}
+
+/* A column's guess (ColOp.kind_guess): the kind of its last long value's str (low bits:
+   1, 2, 4; 0: ASCII or none yet), and GUESS_SURE once two values in a row had it. */
+#define GUESS_SURE 0x10
+#define GUESS_KIND(g) ((g) & 0x0F)
 
 /* The str of UTF-8 bytes, or NULL with UnicodeDecodeError (exactly CPython's).
 
-   `wide` (may be NULL): a column's guess, kept between its values, that its text holds a
-   character above U+FFFF (emoji, rare CJK), so its str is UCS-4. Then the text is
-   converted and checked in one pass into a UCS-4 str of the byte length, given back to
-   the character count after: the count and check pass of the two-pass way is saved (on
-   the benchmark's `large` table, a sixth of all decoding time). A wrong guess costs a
-   copy to the narrower str CPython would make (the result is always the same str), and
-   turns the guess off until a value of the column is wide again. */
-static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *wide) {
+   `guess` (may be NULL): a column's guess, kept between its values, of the kind of its
+   next str. Once sure, the text is converted and checked in one pass into a str of that
+   kind and of the byte length, given back to the character count after: the count and
+   check pass of the two-pass way is saved (on the benchmark's `large` table, a sixth of
+   all decoding time). The result is always the str CPython makes: a guess too wide costs
+   a copy to the canonical narrower str (up to 6x the two passes' time on ASCII text
+   guessed UCS-4), one too narrow the two passes as well. A guess is sure only after two
+   values of its kind in a row, so a column whose values change kind often keeps to the
+   two passes. */
+static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *guess) {
 #ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
-        int hintable = wide != NULL && n >= UTF8_ONEPASS_MIN && n <= UTF8_ONEPASS_MAX &&
+        int hintable = guess != NULL && n >= UTF8_ONEPASS_MIN && n <= UTF8_ONEPASS_MAX &&
                        g_utf8_simd == UTF8_AVX512;
-        if (hintable && *wide) {
-            PyObject *u = PyUnicode_New(n, 0x10FFFF);
+        if (hintable && (*guess & GUESS_SURE)) {
+            int kind = GUESS_KIND(*guess);
+            PyObject *u = PyUnicode_New(n, utf8_kind_maxchar(kind));
             if (u == NULL) return NULL;
-            int above;
-            Py_ssize_t chars = utf8_convert_checked((const uint8_t *)s, n,
-                                                    (uint32_t *)PyUnicode_DATA(u), n, &above);
+            unsigned top;
+            Py_ssize_t chars = utf8_convert_checked((const uint8_t *)s, n, PyUnicode_DATA(u),
+                                                    kind, n, &top);
             if (chars < 0) {  /* not UTF-8: CPython's decoder names the byte and the reason */
                 Py_DECREF(u);
                 return PyUnicode_DecodeUTF8(s, n, NULL);
             }
-            if (!above) {  /* guessed wrong: the canonical (narrower) str */
-                *wide = 0;
-                PyObject *narrow = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND,
-                                                             PyUnicode_DATA(u), chars);
+            int need = utf8_kind_of_top(top);
+            if (need != kind) *guess = need > kind ? 0 : (uint8_t)need;  /* (no longer sure) */
+            if (need == kind) {
+                if (chars < n && PyUnicode_Resize(&u, chars) < 0) {
+                    Py_DECREF(u);
+                    return NULL;
+                }
+                return u;
+            }
+            if (need < kind) {  /* guessed too wide: the canonical (narrower) str */
+                PyObject *narrow = PyUnicode_FromKindAndData(kind, PyUnicode_DATA(u), chars);
                 Py_DECREF(u);
                 return narrow;
             }
-            if (chars < n && PyUnicode_Resize(&u, chars) < 0) {
-                Py_DECREF(u);
-                return NULL;
-            }
-            return u;
+            Py_DECREF(u);  /* too narrow: characters were cut; the two passes below */
         }
         Py_ssize_t chars;
         unsigned top;
         if (!(g_utf8_simd == UTF8_AVX512 ? utf8_scan_valid_512(s, n, &chars, &top)
                                           : utf8_scan_valid_avx2(s, n, &chars, &top)))
             return PyUnicode_DecodeUTF8(s, n, NULL);  /* it names the byte and the reason */
-        if (hintable) *wide = top == 0xF0;
-        Py_UCS4 maxchar = top == 0xF0 ? 0x10FFFF : top == 0xC4 ? 0xFFFF : top == 0x80 ? 0xFF : 0x7F;
+        if (hintable) {
+            int kind = utf8_kind_of_top(top);
+            *guess = (uint8_t)(kind && kind == GUESS_KIND(*guess) ? kind | GUESS_SURE : kind);
+        }
+        Py_UCS4 maxchar = utf8_kind_maxchar(utf8_kind_of_top(top));
         if (maxchar == 0x7F) {
             PyObject *u = PyUnicode_New(n, 0x7F);
             if (u != NULL) memcpy(PyUnicode_DATA(u), s, (size_t)n);
@@ -465,17 +493,20 @@ static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *wide) {
     return PyUnicode_DecodeUTF8(s, n, NULL);
 }
 
-
-
-/* utf8_decode(bytes, wide=None) -> str: the decoder above, for tests and benchmarks;
-   wide=True/False: with that guess (the one-pass path for True). */
+/* utf8_decode(bytes, guess=None) -> str: the decoder above, for tests and benchmarks;
+   guess=0/1/2/4: with that guess of the str's kind, sure (utf8_str_hinted). */
 static PyObject *utf8_decode(PyObject *mod, PyObject *args) {
-    PyObject *arg, *guess = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O:utf8_decode", &arg, &guess)) return NULL;
+    PyObject *arg;
+    int kind = -1;
+    if (!PyArg_ParseTuple(args, "O|i:utf8_decode", &arg, &kind)) return NULL;
+    if (kind != -1 && kind != 0 && kind != 1 && kind != 2 && kind != 4) {
+        PyErr_SetString(PyExc_ValueError, "guess must be 0, 1, 2 or 4 (a str kind)");
+        return NULL;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    uint8_t wide = guess != Py_None && PyObject_IsTrue(guess) == 1;
-    PyObject *u = utf8_str_hinted((const char *)view.buf, view.len, guess == Py_None ? NULL : &wide);
+    uint8_t guess = (uint8_t)(kind <= 0 ? 0 : kind | GUESS_SURE);
+    PyObject *u = utf8_str_hinted((const char *)view.buf, view.len, kind < 0 ? NULL : &guess);
     PyBuffer_Release(&view);
     return u;
 }

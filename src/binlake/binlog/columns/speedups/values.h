@@ -7,16 +7,16 @@
 
 static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
     PyObject *v;
-    uint8_t *wide = (uint8_t *)&op->wide;  /* (a guess, not the column's definition) */
+    uint8_t *guess = (uint8_t *)&op->kind_guess;  /* (a guess, not the column's definition) */
     switch (op->c) {
     case TXT_UTF8:
-        return utf8_str_hinted(s, len, wide);
+        return utf8_str_hinted(s, len, guess);
     case TXT_CODEC:
         return PyUnicode_Decode(s, len, op->codec, NULL);
     case TXT_CHARMAP:  /* single-byte charsets: their codec's decoding table, no codec call */
         return PyUnicode_DecodeCharmap(s, len, op->obj, NULL);
     case TXT_UTF8_OR_BYTES:
-        v = utf8_str_hinted(s, len, wide);
+        v = utf8_str_hinted(s, len, guess);
         if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
             PyErr_Clear();
             return PyBytes_FromStringAndSize(s, len);
