@@ -426,9 +426,9 @@ static inline Py_UCS4 utf8_kind_maxchar(int kind) {
 
    `guess` (may be NULL): a column's guess, kept between its values, of the kind of its
    next str. Once sure, the text is converted and checked in one pass into a str of that
-   kind and of the byte length, given back to the character count after: the count and
-   check pass of the two-pass way is saved (on the benchmark's `large` table, a sixth of
-   all decoding time). The result is always the str CPython makes: a guess too wide costs
+   kind and of the byte length, given back to the character count after: the two-pass
+   way's first read of the text (a sixth of a `large`-only decode's time in the benchmark)
+   is folded into the conversion, 5-10% of such a run. The result is always the str CPython makes: a guess too wide costs
    a copy to the canonical narrower str (up to 6x the two passes' time on ASCII text
    guessed UCS-4), one too narrow the two passes as well. A guess is sure only after two
    values of its kind in a row, so a column whose values change kind often keeps to the
