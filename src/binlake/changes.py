@@ -338,6 +338,8 @@ class ChangeTracker:
         """Follow an event without asking for its records (keep=False: the caller will not
         hand this tracker every rows event of an XA PREPARE opened here either)."""
         self._released = None  # (one left by an event nobody asked records of)
+        if type(ev) is TableMapEvent:  # (one per table per transaction: nothing to follow)
+            return
         if isinstance(ev, MariaGtidEvent):
             self.gtid = ev.gtid
             self._group = (ev.file, ev.offset)
@@ -346,6 +348,8 @@ class ChangeTracker:
         elif isinstance(ev, GtidEvent):
             self.gtid = ev.gtid
             self._group = (ev.file, ev.offset)
+        elif isinstance(ev, XidEvent):
+            self._group = None
         elif isinstance(ev, QueryEvent):
             if ev.query[:3].upper() != "XA ":
                 return
@@ -363,8 +367,6 @@ class ChangeTracker:
             released, rng = self.xa.prepared(xid, ev.end, ev.one_phase)
             if ev.one_phase:
                 self._released = released if released is not None else rng
-        elif isinstance(ev, XidEvent):
-            self._group = None
 
     def records(self, ev: Event) -> list[ChangeRecord]:
         if isinstance(ev, RowsEvent):  # the hot path: nothing for observe() in a rows event

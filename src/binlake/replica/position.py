@@ -20,6 +20,7 @@ from typing import Any
 from ..binlog.events import (
     STMT_END_F, Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
 )
+from ..binlog.table_map import TableMapEvent
 from ..errors import BinlakeError, ConfigError
 from ..xa import PreparedRange
 
@@ -154,12 +155,19 @@ class TransactionBoundaries:
 
     def observe(self, ev: Event) -> bool:
         """Follow one event; True when it closes a transaction (its end is a boundary)."""
+        if type(ev) is TableMapEvent:  # (one per table per transaction: neither opens nor closes)
+            return False
         if isinstance(ev, MariaGtidEvent):
             self._open(ev, ev.gtid, explicit=not ev.standalone)
             return False
         if isinstance(ev, GtidEvent):
             self._open(ev, ev.gtid, explicit=False)
             return False
+        if isinstance(ev, (XidEvent, XaPrepareEvent)):
+            if not self.in_tx:
+                raise BoundaryError(f"{ev.file}:{ev.offset}: {type(ev).__name__} outside a transaction",
+                                    hint="start at a transaction boundary")
+            return self._close()
         if isinstance(ev, QueryEvent):
             stmt = _statement(ev.query)
             # MySQL 8.0.21+ logs CREATE TABLE ... SELECT as 'CREATE TABLE ... START TRANSACTION'
@@ -176,11 +184,6 @@ class TransactionBoundaries:
                     return self._close()
                 return False  # SAVEPOINT, XA END, statement-logged DML inside the group
             return self._close()  # a statement that is a transaction of its own (DDL)
-        if isinstance(ev, (XidEvent, XaPrepareEvent)):
-            if not self.in_tx:
-                raise BoundaryError(f"{ev.file}:{ev.offset}: {type(ev).__name__} outside a transaction",
-                                    hint="start at a transaction boundary")
-            return self._close()
         if isinstance(ev, RowsEvent):
             if not self.in_tx:
                 self.in_tx = True

@@ -20,6 +20,7 @@ from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
     XaPrepareEvent,
 )
+from ..binlog.table_map import TableMapEvent
 from ..changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..gtid import MariaGtidState, MySQLGtidSet
@@ -44,6 +45,10 @@ _TYPE_AT = 4 + 1 + 4
 """Where a received event packet's event type is: after the packet header, the status byte
 and the event's timestamp."""
 _RUN_TYPES = FAST_TYPES
+
+_RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
+"""Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
+DDL and XA COMMIT queries; MySQL's XA COMMIT ... ONE PHASE."""
 """The rows events a run over received packets takes (the common ones, as event_rows.h's
 scan_kind): a packet of another type is read the general way at once, without starting a
 run that would stop there (a small transaction's GTID, TABLE_MAP and XID: three of its four
@@ -509,7 +514,10 @@ class BinlogStream:
                             if run is not None and self._at_end(end, stop_at):
                                 break  # (nothing after the end is handed out)
                         continue
-                    yield from self._handle(ev, tracker, dec, batched)
+                    if isinstance(ev, _RECORD_EVENTS):
+                        yield from self._handle(ev, tracker, dec, batched)
+                    else:  # (no generator for the GTID, TABLE_MAP and XID of each transaction)
+                        self._follow(ev, tracker, dec)
             finally:
                 if run is not None:  # the packets of the events handed out are read
                     conn.skip_packets(run.pos, run.seq)
@@ -637,7 +645,8 @@ class BinlogStream:
         return (b.file, b.pos) >= target
 
     def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder, batched: bool) -> Iterator:
-        """Every event but rows events (those are handled inline in _run). The statement's
+        """Every event but rows events (those are handled inline in _run); the ones that may
+        hand out records (_RECORD_EVENTS) here, the others in _follow. The statement's
         records go out before its transaction is committed (and checkpointed)."""
         if isinstance(ev, QueryEvent):
             # TRUNCATE, statement-logged DML and described DDL are records too; they belong to
@@ -657,11 +666,26 @@ class BinlogStream:
             if self._tx.observe(ev):
                 self._commit(ev, dec)
             return
+        if isinstance(ev, XaPrepareEvent):
+            recs = tracker.records(ev)  # records only for MySQL's XA COMMIT ... ONE PHASE
+            if tracker.released_units:
+                yield from self._deliver(tracker.released_units, ((r.row, r) for r in recs),
+                                         batched, runs=True)
+            if self._tx.observe(ev):
+                self._commit(ev, dec)
+            return
+        self._follow(ev, tracker, dec)
+
+    def _follow(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> None:
+        """An event that hands out no records (not a rows event, nor _RECORD_EVENTS): what it
+        tells the tracker, the transaction boundaries and the position."""
+        if type(ev) is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
+            tracker.observe(ev)
+            return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):
             tracker.observe(ev)
             self._tx.observe(ev)
-            gtid = ev.gtid
-            if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
+            if self._skip and self._resume_gtid and (gtid := ev.gtid) and gtid != self._resume_gtid:
                 raise ResumeMismatch(
                     f"resuming inside transaction {self._resume_gtid}, but the primary sent {gtid} first",
                     hint="the binlog changed under the checkpoint; re-snapshot")
@@ -682,13 +706,7 @@ class BinlogStream:
             if not self._tx.in_tx and self.options.on_idle is not None:
                 self.options.on_idle(self.position)
             return
-        if isinstance(ev, XaPrepareEvent):
-            recs = tracker.records(ev)  # records only for MySQL's XA COMMIT ... ONE PHASE
-            if tracker.released_units:
-                yield from self._deliver(tracker.released_units, ((r.row, r) for r in recs),
-                                         batched, runs=True)
-        else:
-            tracker.observe(ev)
+        tracker.observe(ev)
         if self._tx.observe(ev):
             self._commit(ev, dec)
         elif ev.header.type_code in _FILE_HEADER_EVENTS and not self._tx.in_tx and ev.header.log_pos:
