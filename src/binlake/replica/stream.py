@@ -45,14 +45,14 @@ _TYPE_AT = 4 + 1 + 4
 """Where a received event packet's event type is: after the packet header, the status byte
 and the event's timestamp."""
 _RUN_TYPES = FAST_TYPES
-
-_RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
-"""Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
-DDL and XA COMMIT queries; MySQL's XA COMMIT ... ONE PHASE."""
 """The rows events a run over received packets takes (the common ones, as event_rows.h's
 scan_kind): a packet of another type is read the general way at once, without starting a
 run that would stop there (a small transaction's GTID, TABLE_MAP and XID: three of its four
 events)."""
+
+_RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
+"""Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
+DDL and XA COMMIT queries; MySQL's XA COMMIT ... ONE PHASE."""
 
 
 class _ResolveAt:
