@@ -19,7 +19,7 @@ pytest.importorskip("pyspark")
 
 from binlake.spark.apply import (
     ApplyConfig, ApplyError, TableOptions, _plan, apply_batch, change_log_path, foreach_batch,
-    table_path,
+    table_path, tombstone_path,
 )
 from binlake.spark.typing import ColumnSpec, TableSpec, read_table_spec
 
@@ -247,3 +247,48 @@ def test_batches_apply_like_mariadb(spark: Any, workload: Workload, tmp_path: Pa
     assert query.exception() is None
     for table in ("spk_all", "spk_pair"):
         assert_table_equals(spark, copy, workload, last, table)
+
+
+def _operations(spark: Any, path: str) -> list[str]:
+    return [r["operation"] for r in
+            spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()]
+
+
+def test_created_tables_compact_their_small_files(spark: Any, workload: Workload,
+                                                  tmp_path: Path) -> None:
+    """Each batch leaves small files; Delta's auto compaction (on in the tables binlake
+    creates) rewrites them in a commit of its own, and the tables stay exact."""
+    target = str(tmp_path / "lake")
+    config = ApplyConfig(target=target, app_id="compact", change_log=True)
+    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "2")
+    try:
+        for i, batch in enumerate(workload.batches):
+            apply_batch(spark, batch, i + 1, config, workload.specs)
+    finally:
+        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+    last = len(workload.batches) - 1
+    for table in ("spk_all", "spk_pair"):
+        assert_table_equals(spark, target, workload, last, table)
+    path = table_path(target, DB, "spk_all")
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    assert detail["properties"].get("delta.autoOptimize.autoCompact") == "true"
+    assert "OPTIMIZE" in _operations(spark, path)
+    for other in (change_log_path(target), tombstone_path(target, DB, "spk_all")):
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{other}`").collect()[0]
+        assert detail["properties"].get("delta.autoOptimize.autoCompact") == "true", other
+
+    # A replayed batch id commits nothing, compaction included.
+    before = delta_versions(path)
+    apply_batch(spark, workload.batches[last], last + 1, config, workload.specs)
+    assert delta_versions(path) == before
+    assert_table_equals(spark, target, workload, last, "spk_all")
+
+    # Off: tables are created without the property (and keep compacting as Delta's
+    # session settings say).
+    plain = str(tmp_path / "plain")
+    off = ApplyConfig(target=plain, app_id="plain", auto_compact=False, change_log=True)
+    apply_batch(spark, workload.batches[0], 1, off, workload.specs)
+    for p in (table_path(plain, DB, "spk_all"), change_log_path(plain)):
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{p}`").collect()[0]
+        assert "delta.autoOptimize.autoCompact" not in detail["properties"]
+    assert_table_equals(spark, plain, workload, 0, "spk_all")

@@ -336,6 +336,8 @@ def test_create_rename_and_drop_tables(spark: Any, tmp_path: Path) -> None:
     assert [(r["id"], r["v"]) for r in old] == [(1, 1)]
     assert [r["x"] for r in read(spark, target, "d1", "x")] == [7]
     assert list(types(spark, target, "d1"))[0] == "x"
+    # Tables created by a CREATE TABLE compact their small files, as the others do.
+    assert props(spark, table_path(target, DB, "empty_t"))["delta.autoOptimize.autoCompact"] == "true"
 
     paths = [table_path(target, DB, t) for t in ("empty_t", "r2", "d1")]
     paths += [archived, evolve.journal_path(target)]

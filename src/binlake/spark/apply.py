@@ -17,6 +17,8 @@ Semantics follow Lakeflow/DLT AUTO CDC so a later move to it changes nothing for
 * one Delta commit per batch and table: a single MERGE carrying Delta's `txnAppId` /
   `txnVersion`, so re-running a batch id commits nothing. Table creation and new columns
   are separate, idempotent commits.
+* small files: every batch leaves a small file or two per table, and a MERGE reads all of a
+  table's files, so the tables binlake creates let Delta compact them (`AUTO_COMPACT`).
 
 Tables are independent Delta logs, so a batch applies them concurrently (`parallelism`),
 each in its own Spark session because the txn settings are session-wide.
@@ -53,6 +55,17 @@ TRUNCATE_COL = "_binlake_truncate"
 BATCH_COL = "_binlake_batch"
 SEQ_DDL = "struct<file_index: int, pos: bigint, inner: int, row: int>"
 ROW_OPS = ("insert", "update", "delete")
+
+AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
+"""Table properties of the Delta tables binlake creates (with `ApplyConfig.auto_compact`).
+
+Why: each micro-batch commits a small file or two per table, and a MERGE reads every file of
+its target, so without compaction a sync running for days would slow down batch by batch.
+Delta's auto compaction rewrites a table's small files after a commit once there are enough
+of them (`spark.databricks.delta.autoCompact.minNumFiles`, 50), as a commit of its own that
+carries no txn: replaying a batch still commits nothing. Turn it off for one table with
+`ALTER TABLE delta.`path` SET TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'false')`.
+"""
 
 SpecSource = Mapping[tuple[str, str], TableSpec] | Callable[[str, str], "TableSpec | None"]
 
@@ -103,6 +116,13 @@ class ApplyConfig:
     unknown_defaults: str = "error"
     """ADD COLUMN whose value in existing rows binlake cannot evaluate (an expression,
     CURRENT_TIMESTAMP on DATETIME, AUTO_INCREMENT): "error", or "null" (leave them NULL)."""
+    auto_compact: bool = True
+    """Create tables with Delta's auto compaction on (`AUTO_COMPACT`); tables that exist
+    keep their own setting."""
+
+    def table_properties(self) -> dict[str, str]:
+        """Properties of the Delta tables this config creates."""
+        return dict(AUTO_COMPACT) if self.auto_compact else {}
 
     def options_for(self, schema: str, table: str) -> TableOptions:
         name = f"{schema}.{table}"
@@ -361,13 +381,17 @@ def _is_delta(spark: "SparkSession", path: str) -> bool:
     return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))  # type: ignore[attr-defined]
 
 
-def ensure_table(spark: "SparkSession", path: str, schema: "StructType") -> None:
-    """Create the Delta table if missing; add columns the spec has and the table lacks."""
+def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
+                 properties: Mapping[str, str] | None = None) -> None:
+    """Create the Delta table if missing (with `properties`); add columns the spec has and
+    the table lacks."""
     wanted = {f.name.lower() for f in schema.fields}
     if wanted <= _KNOWN.get(path, set()):
         return
     if not _is_delta(spark, path):
-        spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(path)
+        # `delta.*` writer options become table properties when the write creates the table
+        (spark.createDataFrame([], schema).write.format("delta").options(**(properties or {}))
+         .mode("ignore").save(path))
     have = {f.name.lower() for f in spark.read.format("delta").load(path).schema.fields}
     missing = [f for f in schema.fields if f.name.lower() not in have]
     if missing:
@@ -419,7 +443,7 @@ def _append_change_log(spark: "SparkSession", changes: "DataFrame", batch_id: in
     from pyspark.sql import functions as F
 
     (changes.withColumn(BATCH_COL, F.lit(batch_id).cast("bigint"))
-     .write.format("delta").mode("append")
+     .write.format("delta").mode("append").options(**config.table_properties())
      .option("txnAppId", config.app_id).option("txnVersion", batch_id)
      .save(change_log_path(config.target)))
 
@@ -499,7 +523,7 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
     events = _events(part, plan, config.zero_dates)
     if config.tombstones:
         events = _late_filter(spark, events, plan, tomb_path)
-    ensure_table(spark, path, schema)
+    ensure_table(spark, path, schema, config.table_properties())
     tombstones = config.tombstones and (has_deletes or trunc is not None)
     if opts.scd_type == 2:
         if tombstones:  # the MERGE source and the tombstones both derive from the events
@@ -513,8 +537,8 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
             net = net.localCheckpoint()
         _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
     if tombstones:
-        _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc,
-                          config.zero_dates, batch_id, app_id)
+        _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc, config, batch_id,
+                          app_id)
 
 
 def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
@@ -597,8 +621,8 @@ def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructTyp
 
 
 def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
-                      seq_type: Any, trunc: tuple[int, ...] | None,
-                      zero_dates: str, batch_id: int, app_id: str) -> None:
+                      seq_type: Any, trunc: tuple[int, ...] | None, config: ApplyConfig,
+                      batch_id: int, app_id: str) -> None:
     """Append net deletes (and a TRUNCATE marker) with their seq: a blind append, one commit,
     none when there is nothing to append (`net` is small and usually materialized).
 
@@ -607,13 +631,13 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     """
     from pyspark.sql import functions as F
 
-    schema = _tombstone_schema(plan, seq_type, zero_dates)
+    schema = _tombstone_schema(plan, seq_type, config.zero_dates)
     src = net.where(F.col("_kind") == "delete").select(
         *[F.col(f"_k{j}").alias(k) for j, k in enumerate(plan.keys)],
         F.col("_seq").alias(SEQ_COL), F.lit(False).alias(TRUNCATE_COL))
     if trunc is None and src.isEmpty():
         return  # updates that moved no key and deleted nothing net: no commit at all
-    ensure_table(spark, path, schema)
+    ensure_table(spark, path, schema, config.table_properties())
     if trunc is not None:
         marker = spark.range(1).select(
             *[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields[:len(plan.keys)]],

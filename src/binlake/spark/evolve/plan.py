@@ -104,7 +104,7 @@ def _create(cfg: ApplyConfig, dst: _State, step: DdlStep, new: TableSpec | None,
     ops = _archive(cfg, dst, step) if dst.exists else []
     schema = target_schema(new, plan, opts, seq_type, cfg.zero_dates)
     ops.append({"op": "create", "path": dst.path, "schema": schema.json(),
-                "props": _mark_props(step, new)})
+                "props": {**cfg.table_properties(), **_mark_props(step, new)}})
     return ops
 
 
