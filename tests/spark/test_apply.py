@@ -283,8 +283,7 @@ def test_created_tables_compact_their_small_files(spark: Any, workload: Workload
     assert delta_versions(path) == before
     assert_table_equals(spark, target, workload, last, "spk_all")
 
-    # Off: tables are created without the property (and keep compacting as Delta's
-    # session settings say).
+    # Off: tables are created without the property (Delta's session settings then decide).
     plain = str(tmp_path / "plain")
     off = ApplyConfig(target=plain, app_id="plain", auto_compact=False, change_log=True)
     apply_batch(spark, workload.batches[0], 1, off, workload.specs)
