@@ -338,7 +338,11 @@ class ChangeTracker:
         """Follow an event without asking for its records (keep=False: the caller will not
         hand this tracker every rows event of an XA PREPARE opened here either)."""
         self._released = None  # (one left by an event nobody asked records of)
-        if type(ev) is TableMapEvent:  # (one per table per transaction: nothing to follow)
+        t = type(ev)
+        if t is TableMapEvent:  # (one per table per transaction: nothing to follow)
+            return
+        if t is XidEvent:  # (the common close, first)
+            self._group = None
             return
         if isinstance(ev, MariaGtidEvent):
             self.gtid = ev.gtid

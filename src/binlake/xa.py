@@ -207,6 +207,8 @@ class XaLedger:
 
     def ranges(self) -> tuple[PreparedRange, ...]:
         """The pending transactions, oldest PREPARE first (what a position carries)."""
+        if not self._ranges:  # (the common case, at every commit)
+            return ()
         return tuple(sorted(self._ranges.values(), key=lambda r: (r.file, r.start)))
 
     def reread_records(self, rng: PreparedRange, released: list[Any]) -> Held:

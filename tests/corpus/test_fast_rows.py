@@ -137,18 +137,19 @@ def _event_packets(events: list[bytes]) -> bytearray:
     return out
 
 
-def _decode_packets(path: Path, **options: object) -> tuple[list[tuple], str | None, int]:
+def _decode_packets(path: Path, group: bool = False,
+                    **options: object) -> tuple[list[tuple], str | None, int]:
     """A replica's way with a received buffer of event packets (sequence ids wrapping at
-    256): C runs of the common rows events, the packet each run stops at decoded the
-    general way (decode_event), then runs again. (events' fields, the error, events the
-    runs took)."""
+    256): C runs of the common rows events (group: and the XID, GTID and known TABLE_MAP
+    events), the packet each run stops at decoded the general way (decode_event), then runs
+    again. (events' fields, the error, events the runs took)."""
     buf = _event_packets(_raw_events(path.read_bytes()))
     dec = _decoder("c", file=path.name, **options)
     out: list[tuple] = []
     pos = seq = taken = 0
     try:
         while pos < len(buf):
-            run = dec.scan_packets(buf, pos, len(buf), seq)
+            run = dec.scan_packets(buf, pos, len(buf), seq, group=group)
             if run is not None:
                 for ev in run:
                     out.append(_fields(ev))
@@ -245,6 +246,8 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
             packets, packets_error, taken_here = _decode_packets(path, **options)
             assert packets_error == stream_error and packets == stream_general, path
             packet_runs += taken_here
+            packets, packets_error, _ = _decode_packets(path, group=True, **options)
+            assert packets_error == stream_error and packets == stream_general, path
     assert rows_events > 500 and compared > rows_events
     assert python_taken > rows_events // 2  # the Python fast path did the common events
     assert scanned > rows_events // 2  # and so did the C scanner
@@ -534,8 +537,8 @@ def test_maria_gtid_cut_anywhere_fails_alike_on_every_path(maria_fde) -> None:
 
 def test_the_c_scanner_takes_xid_maria_gtid_and_known_table_map_events(corpus_dir: Path) -> None:
     """Not a silent fallback: a file's XID and MariaDB GTID events (but those of XA), and
-    each TABLE_MAP whose bytes came before, come from the C scan, in files; a run over
-    received packets leaves them to the replica's general way."""
+    each TABLE_MAP whose bytes came before, come from the C scan, in files and in a group
+    run over received packets; a plain run over packets leaves them to the general way."""
     from binlake.binlog.events import MariaGtidEvent, XidEvent
     from binlake.binlog.table_map import TableMapEvent
 
@@ -557,7 +560,9 @@ def test_the_c_scanner_takes_xid_maria_gtid_and_known_table_map_events(corpus_di
         assert sum(1 for _ in read_events(path, decoder=dec)) == len(evs)
         assert len(groups) + repeats <= dec._scanner.scanned <= len(groups) + len(maps) + rows_events, path
         _, _, taken = _decode_packets(path)
-        assert taken <= rows_events, path  # (packet runs: rows events only)
+        assert taken <= rows_events, path  # (plain packet runs: rows events only)
+        _, _, taken = _decode_packets(path, group=True)
+        assert len(groups) + repeats <= taken <= len(groups) + len(maps) + rows_events, path
         checked += len(groups)
         repeats_total += repeats
     assert checked > 1000 and repeats_total > 1000

@@ -182,7 +182,7 @@ def test_link_cut_where_left_out_rows_are_passed_over_resumes_exactly(
     same without runs (a decoder that cannot scan packets: no C extension, an encrypted
     binlog), where every event goes the general way."""
     if not runs:
-        monkeypatch.setattr(BinlogDecoder, "scan_packets", lambda self, *args: None)
+        monkeypatch.setattr(BinlogDecoder, "scan_packets", lambda self, *args, **kw: None)
     kept, left = f"rr_mix_kept_{runs:d}", f"rr_mix_left_{runs:d}"
     mariadb.sql(f"DROP TABLE IF EXISTS {kept}", f"DROP TABLE IF EXISTS {left}",
                 f"CREATE TABLE {kept} (id INT PRIMARY KEY, v VARCHAR(100))",

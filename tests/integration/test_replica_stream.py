@@ -395,33 +395,78 @@ def test_quiet_primary_lets_the_checkpoint_catch_up(mariadb, tmp_path: Path) -> 
     assert proc.returncode == 0, err.decode()
 
 
-def test_small_transactions_start_packet_runs_at_rows_events_only(mariadb, monkeypatch) -> None:
-    """One-row transactions (GTID, TABLE_MAP, rows, XID): a run over the received packets
-    is started where a rows event is next, and takes it; the other three are read the
-    general way without a run that would stop at once. Every change still comes once, in
-    order."""
+def test_small_transactions_come_in_packet_runs(mariadb, monkeypatch) -> None:
+    """One-row transactions (GTID, TABLE_MAP, rows, XID) are read by runs over the received
+    packets, all four events, not three of them the general way; transactions that mix a
+    left-out table in, or hold only its rows, have those passed over inside the run. Every
+    kept change comes once, in order, at the resume point an unfiltered stream gives it,
+    and a stop position between two of those transactions ends the stream there."""
     from binlake.binlog.decoder import BinlogDecoder
 
     if BinlogDecoder()._scanner is None:
         pytest.skip("no C extension: no runs over received packets")
-    table = "rs_small"
-    mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
-    f, p, _ = mariadb.binlog_end_gtid()
-    mariadb.sql(*(f"INSERT INTO {table} VALUES ({i}, {i * 7})" for i in range(60)))
-    runs, decoders = [0], []
-    real = BinlogDecoder.scan_packets
+    keep, other = "rs_small", "rs_other"
+    mariadb.sql(*(f"DROP TABLE IF EXISTS {t}" for t in (keep, other)),
+                *(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT)" for t in (keep, other)))
+    start = Position(*mariadb.binlog_end())
+    mariadb.sql(*(f"INSERT INTO {keep} VALUES ({i}, {i * 7})" for i in range(40)))
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            for i in range(40, 60):  # the kept row between two left-out ones
+                cur.execute("BEGIN")
+                cur.execute(f"INSERT INTO {other} VALUES ({i}, 0), ({i + 1000}, 0)")
+                cur.execute(f"INSERT INTO {keep} VALUES ({i}, {i * 7})")
+                cur.execute(f"UPDATE {other} SET v = 1 WHERE id = {i}")
+                conn.commit()
+    finally:
+        conn.close()
+    mariadb.sql(*(f"INSERT INTO {other} VALUES ({i}, 2)" for i in range(2000, 2020)))
+    url = url_of(mariadb)
+    expected = [(i, i * 7) for i in range(60)]
 
-    def counting(self: BinlogDecoder, *args: object) -> object:
-        run = real(self, *args)
-        runs[0] += run is not None
+    general, decoders = [0], []
+    real_decode, real_scan = BinlogDecoder.decode_event, BinlogDecoder.scan_packets
+
+    def counting_decode(self: BinlogDecoder, *args: object, **kw: object) -> object:
+        general[0] += 1
+        return real_decode(self, *args, **kw)
+
+    def counting_scan(self: BinlogDecoder, *args: object, **kw: object) -> object:
         decoders.append(self)
-        return run
+        return real_scan(self, *args, **kw)
 
-    monkeypatch.setattr(BinlogDecoder, "scan_packets", counting)
-    bs = BinlogStream(url_of(mariadb), StreamOptions(start=Position(f, p), until_end=True,
-                                                     heartbeat=0.5, tables=lambda s, t: t == table))
-    assert [(r.after["id"], r.after["v"]) for r in bs.changes()] == [(i, i * 7) for i in range(60)]
+    def stream(tables=None, stop_at=None, commits=None) -> tuple[list, BinlogStream]:
+        bs = BinlogStream(url, StreamOptions(
+            start=start, until_end=True, heartbeat=0.5, tables=tables, stop_at=stop_at,
+            on_commit=None if commits is None else commits.append))
+        try:
+            got = [((r.after["id"], r.after["v"]), bs.position) for r in bs.changes()
+                   if r.table == keep]
+        finally:
+            bs.close()
+        return got, bs
+
+    commits: list[Position] = []
+    every, whole = stream(commits=commits)
+    monkeypatch.setattr(BinlogDecoder, "decode_event", counting_decode)
+    monkeypatch.setattr(BinlogDecoder, "scan_packets", counting_scan)
+    kept, bs = stream(tables=lambda s, t: t == keep)
+    assert [v for v, _ in kept] == [v for v, _ in every] == expected
+    # each kept record's resume point counts the left-out rows before it, as unfiltered
+    assert [pos for _, pos in kept] == [pos for _, pos in every]
+    assert bs.position == whole.position
     assert decoders, "no run over the received packets was started"
-    scanned = decoders[-1]._scanner.scanned
-    assert scanned >= 55  # the rows events came from runs (the first builds its decoders)
-    assert runs[0] <= scanned + 5  # and runs were started at rows events, not at every packet
+    scanner = decoders[-1]._scanner
+    # 100 transactions of 4 to 8 events: nearly all taken by runs, the left-out tables'
+    # rows events (20 * 2 inside the mixed ones, 20 alone) passed over inside them (but a
+    # table's first event of each kind, which builds its decoders the general way)
+    assert scanner.scanned >= 60 * 4 + 20 * 4 - 10
+    assert scanner.skipped >= 20 * 2 + 20 - 4
+    assert general[0] <= 12, f"{general[0]} events were read the general way"
+
+    # A stop between two one-row transactions: the stream ends there, inside a run.
+    stop = commits[9]
+    got, bs = stream(tables=lambda s, t: t == keep, stop_at=(stop.file, stop.pos))
+    assert [v for v, _ in got] == expected[:10]
+    assert (bs.position.file, bs.position.pos) == (stop.file, stop.pos)

@@ -48,12 +48,14 @@ _FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 class PacketRun(Protocol):
     """The C iterator of `BinlogDecoder.scan_packets`: where it stands in the receive buffer
     (after the last event it handed out or passed over) and the sequence id of the next
-    packet; the decoder's events and rows passed over so far (`skip_filtered`)."""
+    packet; the decoder's events and rows passed over so far (`skip_filtered`), and whether
+    the events still to come are passed over (`skip`, which a group run's caller sets)."""
 
     pos: int
     seq: int
     skipped: int
     skipped_rows: int
+    skip: int
 
     def __iter__(self) -> Iterator[Event]: ...
 
@@ -294,19 +296,25 @@ class BinlogDecoder:
         return self._buf_start + self._read - self._carry_len
 
     # -- stream mode -----------------------------------------------------------------------
-    def scan_packets(self, buf: bytearray, start: int, end: int, seq: int) -> PacketRun | None:
+    def scan_packets(self, buf: bytearray, start: int, end: int, seq: int, *,
+                     group: bool = False) -> PacketRun | None:
         """The common rows events of a replica's received event packets in buf[start:end]
         (sequence ids from `seq` on), framed, checked and decoded by one C iterator that
         stops at the first packet it does not take; its `pos` and `seq` say where the stream
         stands after the events it handed out. None when this decoder cannot (no C
-        extension, an encrypted binlog, a checksum it does not know): read packet by packet."""
+        extension, an encrypted binlog, a checksum it does not know): read packet by packet.
+
+        group: the XID and MariaDB GTID events, and the TABLE_MAPs parsed before (as
+        decode_event takes them), come in the run too. Its `skip` then says, event by event,
+        whether left-out tables' rows are passed over (skip_filtered when it starts): the
+        caller sets it as those events open and close transactions."""
         scanner = self._scanner
         if scanner is None or self._decryptor is not None or self.checksum_alg not in _FAST_CHECKSUMS:
             return None
-        return scanner.scan_packets(buf, start, end, seq, self.file,
-                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
-                                    self.table_filter, self.count_filtered, self.json_images,
-                                    self.skip_filtered)
+        args = (buf, start, end, seq, self.file, self.checksum_alg == ChecksumAlg.CRC32,
+                self.verify_checksums, self.table_filter, self.count_filtered, self.json_images,
+                self.skip_filtered)
+        return scanner.scan_packets(*args, self._scan_maps()) if group else scanner.scan_packets(*args)
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself

@@ -155,8 +155,11 @@ class TransactionBoundaries:
 
     def observe(self, ev: Event) -> bool:
         """Follow one event; True when it closes a transaction (its end is a boundary)."""
-        if type(ev) is TableMapEvent:  # (one per table per transaction: neither opens nor closes)
+        t = type(ev)
+        if t is TableMapEvent:  # (one per table per transaction: neither opens nor closes)
             return False
+        if t is XidEvent and self.in_tx:  # (the common close, first)
+            return self._close()
         if isinstance(ev, MariaGtidEvent):
             self._open(ev, ev.gtid, explicit=not ev.standalone)
             return False

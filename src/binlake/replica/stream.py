@@ -18,7 +18,7 @@ from ..binlog.constants import ChecksumAlg, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
-    XaPrepareEvent,
+    XaPrepareEvent, XidEvent,
 )
 from ..binlog.table_map import TableMapEvent
 from ..changes import ChangeRecord, ChangeTracker, no_table
@@ -44,11 +44,13 @@ _MIN_EVENT_PACKET = 4 + 1 + 19
 _TYPE_AT = 4 + 1 + 4
 """Where a received event packet's event type is: after the packet header, the status byte
 and the event's timestamp."""
-_RUN_TYPES = FAST_TYPES
-"""The rows events a run over received packets takes (the common ones, as event_rows.h's
-scan_kind): a packet of another type is read the general way at once, without starting a
-run that would stop there (a small transaction's GTID, TABLE_MAP and XID: three of its four
-events)."""
+_RUN_TYPES = FAST_TYPES | {EventType.XID, EventType.MARIADB_GTID, EventType.TABLE_MAP}
+"""The events a run over received packets may start at: the common rows events (as
+event_rows.h's scan_kind) and the XID, MariaDB GTID and TABLE_MAP around them, which a group
+run takes too (a TABLE_MAP only if parsed before, a GTID only outside XA). A packet of
+another type is read the general way at once, without starting a run that would stop there.
+Why the group events: a small transaction is four events, and each taken the general way
+cost more than the run's whole work for it."""
 
 _RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
 """Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
@@ -441,6 +443,8 @@ class BinlogStream:
         buffered = conn.buffered_packet
         tx = self._tx
         scan_next = not semi  # (semi-sync packets carry a header the scan does not take)
+        # (a schema resolver sees every TABLE_MAP: those then go the general way)
+        run_types = _RUN_TYPES if dec.table_resolver is None else _RUN_TYPES - {EventType.TABLE_MAP}
         while True:
             run = None
             passing = False
@@ -453,17 +457,17 @@ class BinlogStream:
                     self._receive_more(conn)
                 unread = conn.unread_packets()
                 if (unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET
-                        and unread[0][unread[1] + _TYPE_AT] in _RUN_TYPES):
+                        and unread[0][unread[1] + _TYPE_AT] in run_types):
                     # Inside an explicit transaction (a rows event neither opens nor closes
                     # it) and outside an XA one (left-out rows count in its group), the
                     # left-out tables' rows events need only their rows counted: the run
-                    # passes them over and says how many rows it counted.
+                    # passes them over and says how many rows it counted. The run's `skip`
+                    # follows the transactions its GTIDs and XIDs open and close (below).
                     dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
-                    run = dec.scan_packets(*unread)
+                    run = dec.scan_packets(*unread, group=True)
             if run is not None:
                 events, need_ack = run, False
-                if passing:
-                    skipped, skipped_rows = run.skipped, run.skipped_rows
+                skipped, skipped_rows = run.skipped, run.skipped_rows
             else:
                 passing = False  # (no run: this decoder cannot, e.g. an encrypted binlog)
                 events, need_ack = self._next_events(conn, dec, buffered, semi)
@@ -518,6 +522,11 @@ class BinlogStream:
                         yield from self._handle(ev, tracker, dec, batched)
                     else:  # (no generator for the GTID, TABLE_MAP and XID of each transaction)
                         self._follow(ev, tracker, dec)
+                        if run is not None:  # a GTID or XID of the run: a transaction opened or closed
+                            run.skip = now = tx.in_tx and not tx.implicit_rows and not xa.holding
+                            passing = passing or now
+                            if not tx.in_tx and self._at_end(end, stop_at):
+                                break  # (nothing after the end is handed out)
             finally:
                 if run is not None:  # the packets of the events handed out are read
                     conn.skip_packets(run.pos, run.seq)
@@ -679,8 +688,14 @@ class BinlogStream:
     def _follow(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> None:
         """An event that hands out no records (not a rows event, nor _RECORD_EVENTS): what it
         tells the tracker, the transaction boundaries and the position."""
-        if type(ev) is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
+        t = type(ev)
+        if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
+            return
+        if t is XidEvent:  # (the common close, without the tests below)
+            tracker.observe(ev)
+            if self._tx.observe(ev):
+                self._commit(ev, dec)
             return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):
             tracker.observe(ev)

@@ -9,9 +9,11 @@
  * header, sequence id and status byte checked here, anything else left to the caller).
  *
  * The events around them are taken too: XID and MariaDB GTID (scan_group_event) and a
- * TABLE_MAP whose bytes the decoder has parsed before (scan_table_map), in a file's run
- * and one(), not in a run of received packets: the replica's loop decides how it reads a
- * run by the transaction it is in, which those events open and close.
+ * TABLE_MAP whose bytes the decoder has parsed before (scan_table_map), in a file's run,
+ * one(), and a run of received packets given a `maps` argument. Such a run hands out the
+ * events that open and close transactions, so the replica's loop sets `skip` between them
+ * (it may pass left-out tables' rows over only inside a transaction); a run without `maps`
+ * takes rows events only.
  *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
@@ -54,6 +56,7 @@ typedef struct {
        id the next packet must have */
     int packets, seq;
     Py_ssize_t limit;
+    int group;              /* scan_packets: XID, MariaDB GTID and cached TABLE_MAPs too */
 } RowsScanner;
 
 static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *s_table_id, *g_empty_bytes;
@@ -495,21 +498,28 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
 }
 
 /* scan_packets(buf, start, end, seq, file, tail, verify, filter, count_filtered, json_images,
-   skip_filtered) -> self: an iterator over the common rows events of a replica's received packets, whole
-   in buf[start:end], each an event packet (4-byte header with sequence id `seq` counting
-   on, status byte 0x00, one event). It stops at the first packet it does not take (cut by
-   `end`, 16 MiB or more, out of sequence, not 0x00, an event it does not take), which the
-   caller's general path reads; `pos` and `seq` follow it. Why: in a stream each event is
-   a packet, and framing each in Python cost more than decoding a one-row event. */
+   skip_filtered[, maps]) -> self: an iterator over the common rows events of a replica's
+   received packets, whole in buf[start:end], each an event packet (4-byte header with
+   sequence id `seq` counting on, status byte 0x00, one event). It stops at the first packet
+   it does not take (cut by `end`, 16 MiB or more, out of sequence, not 0x00, an event it
+   does not take), which the caller's general path reads; `pos` and `seq` follow it. With
+   `maps` (a dict, or None for no TABLE_MAPs) it takes XID and MariaDB GTID events too, and
+   the TABLE_MAPs found in `maps`, as scan() does. Why: in a stream each event is a packet,
+   and framing each in Python cost more than decoding a one-row event; a small
+   transaction's four events were four trips through the general path. */
 static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *args,
                                           Py_ssize_t nargs) {
-    if (nargs != 11) { PyErr_SetString(PyExc_TypeError, "scan_packets() takes 11 arguments"); return NULL; }
+    if (nargs != 11 && nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "scan_packets() takes 11 or 12 arguments");
+        return NULL;
+    }
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
     long seq = PyLong_AsLong(args[3]);
     if (PyErr_Occurred()) return NULL;
     if (seq < 0 || seq > 255) { PyErr_SetString(PyExc_ValueError, "seq must be 0-255"); return NULL; }
-    Py_CLEAR(self->maps);  /* (a run over packets takes rows events only) */
+    if (scan_set_maps(self, nargs == 12 ? args[11] : Py_None) < 0) return NULL;
+    self->group = nargs == 12;
     Py_INCREF(args[0]); Py_XSETREF(self->buf, args[0]);
     Py_INCREF(args[4]); Py_XSETREF(self->file, args[4]);
     Py_INCREF(args[7]); Py_XSETREF(self->filter, args[7]);
@@ -551,7 +561,7 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
                 && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
                 rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
                                 self->tail, self->verify, self->count_filtered, self->json,
-                                self->skip, 0, &ev);
+                                self->skip, self->group, &ev);
             size += 5;
         } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
                    && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
@@ -613,6 +623,9 @@ static PyMemberDef RowsScanner_members[] = {
      "their rows, when counted (count_filtered)"},
     {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
      "scan_packets: the sequence id of the next packet"},
+    {"skip", T_INT, offsetof(RowsScanner, skip), 0,
+     "skip_filtered for the events still to come (a replica's run sets it as transactions "
+     "open and close)"},
     {NULL, 0, 0, 0, NULL}
 };
 
@@ -627,8 +640,9 @@ static PyMethodDef RowsScanner_methods[] = {
      "checked again (CrcAhead checked them)."},
     {"scan_packets", (PyCFunction)(void (*)(void))RowsScanner_scan_packets, METH_FASTCALL,
      "scan_packets(buf, start, end, seq, file, crc32_tail, verify, filter, count_filtered, "
-     "json_images, skip_filtered) -> self, an iterator of the common rows events of the event packets in "
-     "buf[start:end]; .pos and .seq follow it."},
+     "json_images, skip_filtered[, maps]) -> self, an iterator of the common rows events of the "
+     "event packets in buf[start:end] (with `maps`, XID, MariaDB GTID and the TABLE_MAPs found "
+     "in maps too); .pos and .seq follow it."},
     {NULL, NULL, 0, NULL}
 };
 
