@@ -19,6 +19,7 @@ import binlake.binlog.codecs.rows as rows
 import binlake.binlog.decoder as decoder_module
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
+from binlake.binlog.table_map import TableMapEvent
 from binlake.errors import BinlakeError
 from binlake.files import read_events
 
@@ -572,3 +573,48 @@ def ev_checksum(evs: list[object]) -> int | None:
     """The checksum algorithm of a file's format description (1: CRC32)."""
     return next((getattr(ev, "checksum_alg", None) for ev in evs
                  if hasattr(ev, "checksum_alg")), None)
+
+
+class _Renaming:
+    """A schema resolver that names every column after its table and place, and counts the
+    maps it is given: a map the C scan took without it would keep the file's names."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def resolve(self, tm: TableMapEvent) -> TableMapEvent:
+        self.calls += 1
+        return tm.with_columns([dataclasses.replace(c, name=f"{tm.table}_{c.index}")
+                                for c in tm.columns], tm.primary_key)
+
+
+def test_a_schema_resolver_is_given_every_table_map_the_c_scan_takes(corpus_dir: Path) -> None:
+    """With a schema resolver, the C scan still takes the TABLE_MAPs parsed before (in
+    files, and in group runs over received packets) and hands each to the resolver once,
+    as the general path does: the same events, rows decoded with the resolved names, as
+    many resolver calls as TABLE_MAPs."""
+    checked = taken = 0
+    for path in corpus_files(corpus_dir):
+        try:
+            evs = list(read_events(path))
+        except BinlakeError:
+            continue
+        maps = sum(1 for ev in evs if isinstance(ev, TableMapEvent))
+        if ev_checksum(evs) != 1 or maps < 2 or any(ev.inner_index is not None for ev in evs):
+            continue
+        got = {}
+        for way in ("c", "general"):
+            res = _Renaming()
+            dec = _decoder(way, file=path.name, table_resolver=res)
+            with _Way(way):
+                got[way] = ([(_fields(ev), ev.table.column_names if isinstance(ev, RowsEvent) else None)
+                             for ev in read_events(path, decoder=dec)], res.calls)
+            if way == "c":
+                taken += dec._scanner.scanned
+        assert got["c"] == got["general"], path
+        assert got["c"][1] == maps, path
+        packets, error, _ = _decode_packets(path, group=True, table_resolver=_Renaming())
+        stream, stream_error = _decode_stream(path, "general", table_resolver=_Renaming())
+        assert error == stream_error and packets == stream, path
+        checked += 1
+    assert checked > 5 and taken > 1000

@@ -67,6 +67,26 @@ def test_minimal_table_map_is_filled_from_the_model(tracker: SchemaTracker) -> N
     assert got.primary_key == (0,)
 
 
+def test_repeated_table_maps_share_their_compiled_decoders(tracker: SchemaTracker) -> None:
+    """The same TABLE_MAP in every transaction: each filled copy is a map of its own (its
+    place, its table id) sharing the first one's columns and compiled row decoders, which a
+    fresh cache would compile again for every transaction. A DDL makes a new model: the
+    maps after it get decoders of their own; so does another table with the same columns."""
+    first = tracker.resolve(tm_for(model(tracker), offset=1000))
+    first.row_decoders[b"\x1f"] = "compiled"
+    again = tracker.resolve(tm_for(model(tracker), offset=3000))
+    assert again is not first and again.offset == 3000
+    assert again.row_decoders is first.row_decoders and again.columns is first.columns
+    assert again.column_names == first.column_names and again.primary_key == (0,)
+    tracker.on_query(query_event("CREATE TABLE u LIKE t", 3500, schema="db"))
+    twin = tracker.resolve(tm_for(model(tracker, "u"), offset=3600))
+    assert twin.table == "u" and twin.row_decoders is not first.row_decoders
+    tracker.on_query(query_event("ALTER TABLE t COMMENT 'x'", 4000, schema="db"))
+    after = tracker.resolve(tm_for(model(tracker), offset=5000))
+    assert after.row_decoders is not first.row_decoders and b"\x1f" not in after.row_decoders
+    assert after.column_names == first.column_names
+
+
 def test_untracked_tables_pass_through(tracker: SchemaTracker) -> None:
     other = TableDef("mysql", "gtid_slave_pos", (Column("domain_id", "int"),))
     tm = tm_for(other)

@@ -108,7 +108,6 @@ class BinlogDecoder:
         knows; -1 (the default) checks every event."""
         self.keys = keys
         self.allow_unknown = allow_unknown
-        self.table_resolver = table_resolver
         self.table_filter = table_filter
         self.count_filtered = count_filtered
         """Rows events of filtered tables carry their row count (`filtered_rows`), walked in C
@@ -132,6 +131,7 @@ class BinlogDecoder:
         self._scanner = None if _speedups is None else _speedups.RowsScanner(
             make_header, rows.make_rows_event, ("insert", "update", "delete"),
             self.tables, self._rows_phl, *_GROUP_EVENT_MAKERS)
+        self.table_resolver = table_resolver  # (the scanner's too)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
         self._buf = b""
@@ -336,10 +336,21 @@ class BinlogDecoder:
                 raise exc.located(file=self.file, offset=offset) from None
             raise
 
-    def _scan_maps(self) -> dict[bytes, TableMapEvent] | None:
-        """The TABLE_MAP cache the C scanner may move maps from (_dispatch's cache hits),
-        or None where a schema resolver must see every map."""
-        return self._tm_cache if self.table_resolver is None else None
+    def _scan_maps(self) -> dict[bytes, TableMapEvent]:
+        """The TABLE_MAP cache the C scanner moves maps from (_dispatch's cache hits); it
+        hands each to the schema resolver, if any (`table_resolver`)."""
+        return self._tm_cache
+
+    @property
+    def table_resolver(self) -> TableResolver | None:
+        """Fills in what each TABLE_MAP lacks (schema history); the C scanner calls it too."""
+        return self._table_resolver
+
+    @table_resolver.setter
+    def table_resolver(self, resolver: TableResolver | None) -> None:
+        self._table_resolver = resolver
+        if self._scanner is not None:
+            self._scanner.resolve = None if resolver is None else resolver.resolve
 
     def _decode(self, raw: bytes | bytearray | memoryview, offset: int | None) -> list[Event]:
         if len(raw) < HEADER_LEN:

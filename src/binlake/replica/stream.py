@@ -50,7 +50,8 @@ event_rows.h's scan_kind) and the XID, MariaDB GTID and TABLE_MAP around them, w
 run takes too (a TABLE_MAP only if parsed before, a GTID only outside XA). A packet of
 another type is read the general way at once, without starting a run that would stop there.
 Why the group events: a small transaction is four events, and each taken the general way
-cost more than the run's whole work for it."""
+cost more than the run's whole work for it. (A schema resolver sees the TABLE_MAPs a run takes:
+the C scanner calls it.)"""
 
 _RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
 """Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
@@ -443,8 +444,6 @@ class BinlogStream:
         buffered = conn.buffered_packet
         tx = self._tx
         scan_next = not semi  # (semi-sync packets carry a header the scan does not take)
-        # (a schema resolver sees every TABLE_MAP: those then go the general way)
-        run_types = _RUN_TYPES if dec.table_resolver is None else _RUN_TYPES - {EventType.TABLE_MAP}
         while True:
             run = None
             passing = False
@@ -457,7 +456,7 @@ class BinlogStream:
                     self._receive_more(conn)
                 unread = conn.unread_packets()
                 if (unread is not None and unread[2] - unread[1] >= _MIN_EVENT_PACKET
-                        and unread[0][unread[1] + _TYPE_AT] in run_types):
+                        and unread[0][unread[1] + _TYPE_AT] in _RUN_TYPES):
                     # Inside an explicit transaction (a rows event neither opens nor closes
                     # it) and outside an XA one (left-out rows count in its group), the
                     # left-out tables' rows events need only their rows counted: the run

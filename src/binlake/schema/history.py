@@ -8,6 +8,7 @@ a restart) is recognised by its position and not applied twice.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import re
@@ -26,6 +27,7 @@ _SEQ_RE = re.compile(r"(\d+)$")
 TableKey = tuple[str, str]
 
 
+@functools.lru_cache(maxsize=256)  # (a handful of names, compared for every TABLE_MAP)
 def file_seq(name: str | None) -> int:
     """The binlog file's sequence number (`mariadb-bin.000042` -> 42); files sort by it."""
     if not name:

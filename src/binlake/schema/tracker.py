@@ -179,9 +179,15 @@ class SchemaTracker:
         self.dirty = False
         """True when the history changed since it was last saved or loaded."""
         self._last: tuple[tuple[str | None, int], DdlChange | None] | None = None
-        self._resolved: dict[tuple[int, tuple], tuple[TableDef, list[ColumnInfo], Any]] = {}
-        """(model identity, TABLE_MAP signature) -> filled columns: servers repeat the same
-        TABLE_MAP for every transaction, and models are immutable."""
+        self._resolved: dict[tuple, tuple[TableDef, TableMapEvent]] = {}
+        """(model identity, names, TABLE_MAP signature) -> the model and the first map filled
+        from it: servers repeat the same TABLE_MAP for every transaction, and models are
+        immutable. Later maps share its columns and its compiled row decoders (a fresh
+        decoder cache for every transaction cost a compile and the slow path each)."""
+        self._by_parse: dict[int, tuple[list[ColumnInfo], TableDef, tuple, TableMapEvent]] = {}
+        """id(columns of a parsed TABLE_MAP) -> (those columns, the model, the map's names and
+        key, the filled map): the decoder hands out the same bytes' map as copies sharing one
+        parse, so a repeat is found without its signature."""
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -223,18 +229,28 @@ class SchemaTracker:
             table = self.history.table_at(key, pos)
         if table is None:
             return self._drift(tm, key, None, ["the table is not in the schema history"])
-        sig = (id(table), _signature(tm))
+        parse, names = tm.columns, (tm.schema, tm.table, tm.primary_key)
+        quick = self._by_parse.get(id(parse))
+        if quick is not None and quick[0] is parse and quick[1] is table and quick[2] == names:
+            first = quick[3]
+            return tm.with_columns(first.columns, first.primary_key, first.row_decoders)
+        sig = (id(table), tm.schema, tm.table, _signature(tm))
         hit = self._resolved.get(sig)
         if hit is not None and hit[0] is table:
-            return tm.with_columns(hit[1], hit[2])
-        problems = compare(table, tm, self.history.collations)
-        if problems:
-            return self._drift(tm, key, table, problems)
-        filled = fill(tm, table, self.history.collations)
-        if len(self._resolved) > 4096:
-            self._resolved.clear()
-        self._resolved[sig] = (table, filled.columns, filled.primary_key)
-        return filled
+            first = hit[1]
+            out = tm.with_columns(first.columns, first.primary_key, first.row_decoders)
+        else:
+            problems = compare(table, tm, self.history.collations)
+            if problems:
+                return self._drift(tm, key, table, problems)
+            out = first = fill(tm, table, self.history.collations)
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[sig] = (table, first)
+        if len(self._by_parse) > 4096:
+            self._by_parse.clear()
+        self._by_parse[id(parse)] = (parse, table, names, first)
+        return out
 
     def _drift(self, tm: TableMapEvent, key: tuple[str, str], table: TableDef | None,
                problems: list[str]) -> TableMapEvent:

@@ -39,7 +39,9 @@ typedef struct {
                                extra_engines, sa_seq_no, thread_id) */
     PyObject *make_map;     /* TableMapEvent's SlotMaker: header, file, offset, end first */
     PyObject *maps;         /* this scan's TABLE_MAP cache (body bytes -> TableMapEvent), or
-                               NULL: TABLE_MAPs go the general way (a schema resolver's) */
+                               NULL: TABLE_MAPs go the general way */
+    PyObject *resolve;      /* a schema resolver's resolve(map) -> map, called on each map
+                               taken from the cache (as _dispatch does), or NULL */
     PyObject *kinds;        /* ("insert", "update", "delete") */
     PyObject *tables;       /* the decoder's table id -> TableMapEvent (its own dict) */
     PyObject *phl;          /* the decoder's rows type code -> post-header length */
@@ -136,9 +138,11 @@ static inline PyObject *scan_opt(int present, uint64_t v) {
 /* A TABLE_MAP (19) seen before in this decoder: its bytes (the body) are the key of the
    decoder's cache of parsed maps, and the event is the cached map moved to this place, as
    decoder.py's _dispatch does (TableMapEvent.moved: a copy sharing the parse and compiled
-   decoders), made the decoder's map of its table id. A map not in the cache goes the general
-   way, which parses and caches it. Why: a small transaction has one per table, and the
-   Python way cost ~4.5 us each. 1 and *out, 0: the general path, -1: an error. */
+   decoders), given to the schema resolver if there is one, made the decoder's map of its
+   table id. A map not in the cache goes the general way, which parses and caches it. Why:
+   a small transaction has one per table, and the Python way cost ~4.5 us each (more with
+   a resolver). 1 and *out, 0: the general path, -1: an error (the resolver's too: a map
+   that does not match the schema history fails here as it would there). */
 static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
                           Py_ssize_t size, long long offset, PyObject *file, int tail,
                           int verify, PyObject **out) {
@@ -160,6 +164,8 @@ static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos
     PyObject *first[4] = {header, file, PyLong_FromLongLong(start_at), PyLong_FromLongLong(end_at)};
     if (header != NULL && first[2] != NULL && first[3] != NULL) {
         *out = slot_copy((SlotMaker *)s->make_map, cached, first, 4);
+        if (*out != NULL && s->resolve != NULL && s->resolve != Py_None)
+            Py_SETREF(*out, PyObject_CallOneArg(s->resolve, *out));
         if (*out == NULL) {
             rc = PyErr_Occurred() ? -1 : 0;
         } else if ((tid = PyObject_GetAttr(*out, s_table_id)) == NULL
@@ -589,7 +595,7 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
 static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
     Py_VISIT(self->make_header); Py_VISIT(self->make_rows); Py_VISIT(self->kinds);
     Py_VISIT(self->make_xid); Py_VISIT(self->make_gtid); Py_VISIT(self->make_map);
-    Py_VISIT(self->maps);
+    Py_VISIT(self->maps); Py_VISIT(self->resolve);
     Py_VISIT(self->tables); Py_VISIT(self->phl);
     Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
     Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
@@ -599,7 +605,7 @@ static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
 static int RowsScanner_clear(RowsScanner *self) {
     Py_CLEAR(self->make_header); Py_CLEAR(self->make_rows); Py_CLEAR(self->kinds);
     Py_CLEAR(self->make_xid); Py_CLEAR(self->make_gtid); Py_CLEAR(self->make_map);
-    Py_CLEAR(self->maps);
+    Py_CLEAR(self->maps); Py_CLEAR(self->resolve);
     Py_CLEAR(self->tables); Py_CLEAR(self->phl);
     Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
     Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
@@ -613,6 +619,9 @@ static void RowsScanner_dealloc(RowsScanner *self) {
 }
 
 static PyMemberDef RowsScanner_members[] = {
+    {"resolve", T_OBJECT, offsetof(RowsScanner, resolve), 0,
+     "a schema resolver's resolve(table_map), called on every TABLE_MAP taken from the cache "
+     "(None: none)"},
     {"pos", T_PYSSIZET, offsetof(RowsScanner, pos), READONLY,
      "where the scan stands: the end of the last event it handed out"},
     {"scanned", T_PYSSIZET, offsetof(RowsScanner, scanned), READONLY,
