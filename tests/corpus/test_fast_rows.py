@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -544,11 +545,7 @@ def test_the_c_scanner_takes_xid_maria_gtid_and_known_table_map_events(corpus_di
     from binlake.binlog.table_map import TableMapEvent
 
     checked = repeats_total = 0
-    for path in corpus_files(corpus_dir):
-        try:
-            evs = list(read_events(path))
-        except BinlakeError:
-            continue
+    for path, evs in _readable_files(corpus_dir):
         if ev_checksum(evs) != 1 or any(ev.inner_index is not None for ev in evs):
             continue
         groups = [ev for ev in evs if isinstance(ev, XidEvent) or (
@@ -567,6 +564,15 @@ def test_the_c_scanner_takes_xid_maria_gtid_and_known_table_map_events(corpus_di
         checked += len(groups)
         repeats_total += repeats
     assert checked > 1000 and repeats_total > 1000
+
+
+def _readable_files(corpus_dir: Path) -> Iterator[tuple[Path, list[object]]]:
+    """Each corpus file that decodes without an error, with its events."""
+    for path in corpus_files(corpus_dir):
+        try:
+            yield path, list(read_events(path))
+        except BinlakeError:
+            continue
 
 
 def ev_checksum(evs: list[object]) -> int | None:
@@ -594,11 +600,7 @@ def test_a_schema_resolver_is_given_every_table_map_the_c_scan_takes(corpus_dir:
     as the general path does: the same events, rows decoded with the resolved names, as
     many resolver calls as TABLE_MAPs."""
     checked = taken = 0
-    for path in corpus_files(corpus_dir):
-        try:
-            evs = list(read_events(path))
-        except BinlakeError:
-            continue
+    for path, evs in _readable_files(corpus_dir):
         maps = sum(1 for ev in evs if isinstance(ev, TableMapEvent))
         if ev_checksum(evs) != 1 or maps < 2 or any(ev.inner_index is not None for ev in evs):
             continue
