@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,26 @@ def test_sink_truncates_to_the_checkpoint(tmp_path: Path) -> None:
     assert sink.durable_size() == 6
     sink.close()
     assert out.read_text() == "a\nb\nc\n"
+
+
+def test_sink_to_a_device_or_fifo_is_at_least_once(tmp_path: Path) -> None:
+    """/dev/null or a FIFO can be neither fsynced nor truncated: written like stdout, no
+    size for the checkpoint, a resume size ignored."""
+    sink = OutputSink("/dev/null", resume_bytes=100)
+    sink.write("a\n")
+    assert sink.durable_size() is None
+    sink.close()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    sink = OutputSink(str(fifo), resume_bytes=None)
+    sink.write("b\n")
+    assert sink.durable_size() is None
+    sink.close()
+    reader.join(10)
+    assert got == ["b\n"]
 
 
 def test_sink_refuses_a_file_shorter_than_the_checkpoint(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 A file sink is exactly-once: the checkpoint stores the file's length at the last durable
 commit, and a restart truncates the file back to it before resuming from the same position.
 Standard output cannot be taken back, so it is at-least-once; every record carries its
-position, which only grows, so a consumer can drop the few re-sent after a crash.
+position, which only grows, so a consumer can drop the few re-sent after a crash. So is a
+path that is not a regular file (a FIFO, /dev/null): it cannot be truncated nor fsynced.
 """
 from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import IO
@@ -19,8 +21,14 @@ from ..errors import ConfigError
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
         self.path = Path(path) if path else None
+        self._raw = None
         if self.path is None:
             self.fh: IO[str] = sys.stdout
+            return
+        if self.path.exists() and not stat.S_ISREG(self.path.stat().st_mode):
+            # A FIFO or a device: written as it is, at-least-once, no size in the checkpoint
+            # (fsync and truncate fail on them).
+            self.fh = open(self.path, "w", encoding="utf-8", newline="\n")
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         size = self.path.stat().st_size if self.path.exists() else None
@@ -41,9 +49,10 @@ class OutputSink:
         self.fh.write(line)
 
     def durable_size(self) -> int | None:
-        """Flush and fsync; the size to store in the checkpoint (None for stdout)."""
+        """Flush and fsync; the size to store in the checkpoint (None for stdout, a FIFO or
+        a device)."""
         self.fh.flush()
-        if self.path is None:
+        if self._raw is None:
             return None
         os.fsync(self._raw.fileno())
         return self._raw.tell()
