@@ -394,6 +394,32 @@ def test_snapshot_images_equal_binlog_images(mariadb: Any, url: str) -> None:
     assert {k[0]: v for k, v in res.rows.items()} == binlog
 
 
+def test_backfill_resolver_checks_a_repeated_table_map_once(mariadb: Any, url: str) -> None:
+    """A chunk's catch-up reads its table's TABLE_MAP in every transaction: the guard checks
+    the first one and hands the repeats on sharing its columns and compiled decoders (a
+    JSON column makes it copy the map), with a bounded memory of what it saw."""
+    mariadb.sql("DROP TABLE IF EXISTS snap_rep",
+                "CREATE TABLE snap_rep (id INT PRIMARY KEY, j JSON, v INT)")
+    (chunk,) = S.plan_snapshot(url, f"{DB}.snap_rep")
+    start = mariadb.binlog_end()
+    mariadb.sql(*(f"INSERT INTO snap_rep VALUES ({i}, '{{\"n\": {i}}}', {i})" for i in range(30)))
+    guard = S._ShapeGuard(chunk.table)
+    stream = BinlogStream(ServerURL.parse(url), StreamOptions(
+        start=Position(*start), until_end=True, server_id=6449010,
+        tables=lambda s, t: t == "snap_rep", table_resolver=guard))
+    try:
+        recs = list(stream.changes())
+    finally:
+        stream.close()
+    assert [(r.after["id"], r.after["j"], r.after["v"]) for r in recs] == [
+        (i, f'{{"n": {i}}}', i) for i in range(30)]
+    maps = {id(r.table_map): r.table_map for r in recs}
+    assert len(maps) == 30  # a map of its own per transaction (its place)
+    assert len({id(m.row_decoders) for m in maps.values()}) == 1
+    assert all(m.columns[1].is_json for m in maps.values())
+    assert len(guard._seen) == 1
+
+
 def test_unique_not_null_key_option(mariadb: Any, url: str) -> None:
     mariadb.sql("DROP TABLE IF EXISTS snap_uk",
                 "CREATE TABLE snap_uk (id INT PRIMARY KEY, code VARCHAR(12) NOT NULL, "

@@ -603,6 +603,10 @@ class _ShapeGuard:
         self._names = t.spec.names
         self._json = {i for i, c in enumerate(t.spec.columns) if c.type == "json"}
         self._seen: dict[int, tuple[Any, Any]] = {}
+        """id(columns of a parsed TABLE_MAP) -> (those columns, the map made from the first
+        one, or None if it was handed on as it was). The decoder hands out the same bytes'
+        map as copies sharing one parse: a repeat is checked once, and shares the first
+        map's columns and compiled decoders (each transaction compiled them again)."""
 
     def _mine(self, schema: str, table: str) -> bool:
         return (schema.lower(), table.lower()) == (self.t.schema.lower(), self.t.table.lower())
@@ -610,9 +614,12 @@ class _ShapeGuard:
     def resolve(self, tm: Any) -> Any:
         if not self._mine(tm.schema, tm.table):
             return tm
-        hit = self._seen.get(id(tm))
-        if hit is not None and hit[0] is tm:
-            return hit[1]
+        parse = tm.columns
+        hit = self._seen.get(id(parse))
+        if hit is not None and hit[0] is parse:
+            first = hit[1]
+            return tm if first is None else tm.with_columns(first.columns, first.primary_key,
+                                                            first.row_decoders)
         orig = tm
         if self.t.model is not None and any(c.name is None for c in tm.columns):
             # binlog_row_metadata=MINIMAL: names, signedness and charsets from the model,
@@ -637,7 +644,9 @@ class _ShapeGuard:
 
             out = tm.with_columns([replace(c, is_json=True) if i in self._json else c
                                    for i, c in enumerate(tm.columns)], tm.primary_key)
-        self._seen[id(orig)] = (orig, out)
+        if len(self._seen) > 1024:
+            self._seen.clear()
+        self._seen[id(parse)] = (parse, None if out is orig else out)
         return out
 
     def on_query(self, ev: Any) -> None:
