@@ -32,3 +32,31 @@ def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) 
     for m in doc["measurements"]:
         assert m["wall_s"] > 0 and m["max_rss_kb"] > 0
     assert {r["label"] for r in doc["summary"]} == set(by_label)
+
+
+def test_source_read_script(mariadb, tmp_path: Path) -> None:
+    """benchmarks/source_read.py reads a live range as the Spark source's executors do: every
+    row change of it (and, with a schema history that replays the range's CREATE TABLE, its
+    DDL record), ending at the stop position."""
+    import json
+    import subprocess
+    import sys
+
+    from binlake.schema.history import SchemaHistory
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "source_read.py"
+    start = mariadb.binlog_end()
+    mariadb.sql("CREATE TABLE src_read (id INT PRIMARY KEY, v TEXT)",  # (its DDL record: one)
+                *(f"INSERT INTO src_read VALUES ({i}, 'v{i}')" for i in range(25)),
+                "UPDATE src_read SET v = 'w' WHERE id < 5")
+    stop = mariadb.binlog_end()
+    history = tmp_path / "history.json"
+    SchemaHistory().save(history)
+    base = [sys.executable, str(script), mariadb.url, "--start", f"{start[0]}:{start[1]}",
+            "--stop", f"{stop[0]}:{stop[1]}", "--batch-size", "10"]
+    for extra, rows in (([], 30), (["--schema-history", str(history)], 31)):
+        out = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["rows"] == rows and got["batches"] >= 3, got
+        assert got["end"] == f"{stop[0]}:{stop[1]}"
