@@ -352,8 +352,6 @@ class ChangeTracker:
         elif isinstance(ev, GtidEvent):
             self.gtid = ev.gtid
             self._group = (ev.file, ev.offset)
-        elif isinstance(ev, XidEvent):
-            self._group = None
         elif isinstance(ev, QueryEvent):
             if ev.query[:3].upper() != "XA ":
                 return

@@ -21,7 +21,7 @@ import binlake.binlog.decoder as decoder_module
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent
-from binlake.errors import BinlakeError
+from binlake.errors import BinlakeError, SchemaDriftError
 from binlake.files import read_events
 
 from corpus_index import corpus_files
@@ -620,3 +620,42 @@ def test_a_schema_resolver_is_given_every_table_map_the_c_scan_takes(corpus_dir:
         assert error == stream_error and packets == stream, path
         checked += 1
     assert checked > 5 and taken > 1000
+
+
+class _FailingAt(_Renaming):
+    """A resolver that refuses its n-th map, as a schema history does on drift."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def resolve(self, tm: TableMapEvent) -> TableMapEvent:
+        if self.calls + 1 == self.n:
+            raise SchemaDriftError(f"refused {tm.table} at {tm.file}:{tm.offset}")
+        return super().resolve(tm)
+
+
+def test_a_resolver_error_in_the_c_scan_stops_where_the_general_path_does(corpus_dir: Path) -> None:
+    """Fail loud: a resolver's error on a TABLE_MAP the C scan took comes out as it is, after
+    the same events as on the general path, and the decoder does not move past the map."""
+    checked = 0
+    for path, evs in _readable_files(corpus_dir):
+        data = path.read_bytes()
+        maps = [ev for ev in evs if isinstance(ev, TableMapEvent)]
+        bodies = [data[ev.offset + 19:ev.end - 4] for ev in maps]
+        repeat = next((i for i, b in enumerate(bodies) if b in bodies[:i]), None)
+        if ev_checksum(evs) != 1 or repeat is None or any(ev.inner_index is not None for ev in evs):
+            continue
+        got = {way: _decode(path, way, table_resolver=_FailingAt(repeat + 1))[:2]
+               for way in ("c", "general")}
+        assert got["c"] == got["general"], path
+        assert got["c"][1] == f"SchemaDriftError: refused {maps[repeat].table} at " \
+                             f"{path.name}:{maps[repeat].offset}", path
+        dec = _decoder("c", file=path.name, table_resolver=_FailingAt(repeat + 1))
+        dec.feed(data)
+        with pytest.raises(SchemaDriftError):
+            for _ in dec.events():
+                pass
+        assert dec.offset == maps[repeat].offset  # the next read starts at the refused map
+        checked += 1
+    assert checked > 5

@@ -124,6 +124,8 @@ class BinlogDecoder:
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
         self._tm_cache: dict[bytes, TableMapEvent] = {}
+        """Parsed TABLE_MAPs by their body bytes: a repeat is the cached map moved to its
+        place (_dispatch, and the C scanner, which hands it to `table_resolver` too)."""
         self._rows_phl: dict[int, int] = {}  # rows event type -> post-header length (per FDE)
         self._decryptor = None
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
@@ -226,7 +228,7 @@ class BinlogDecoder:
                 run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
                                    self.table_filter, self.count_filtered, self.json_images,
-                                   self.skip_filtered, self.verified_until, self._scan_maps())
+                                   self.skip_filtered, self.verified_until, self._tm_cache)
                 for ev in run:
                     self._read = run.pos
                     self.events_decoded += 1
@@ -314,7 +316,7 @@ class BinlogDecoder:
         args = (buf, start, end, seq, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                 self.verify_checksums, self.table_filter, self.count_filtered, self.json_images,
                 self.skip_filtered)
-        return scanner.scan_packets(*args, self._scan_maps()) if group else scanner.scan_packets(*args)
+        return scanner.scan_packets(*args, self._tm_cache) if group else scanner.scan_packets(*args)
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself
@@ -325,7 +327,7 @@ class BinlogDecoder:
             # nothing of it is kept) in one C call; None: anything else, decoded below.
             ev = self._scanner.one(raw, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                                    self.verify_checksums, self.table_filter,
-                                   self.count_filtered, self.json_images, self._scan_maps())
+                                   self.count_filtered, self.json_images, self._tm_cache)
             if ev is not None:
                 self.events_decoded += 1
                 return [ev]
@@ -335,11 +337,6 @@ class BinlogDecoder:
             if exc.offset is None or exc.file is None:
                 raise exc.located(file=self.file, offset=offset) from None
             raise
-
-    def _scan_maps(self) -> dict[bytes, TableMapEvent]:
-        """The TABLE_MAP cache the C scanner moves maps from (_dispatch's cache hits); it
-        hands each to the schema resolver, if any (`table_resolver`)."""
-        return self._tm_cache
 
     @property
     def table_resolver(self) -> TableResolver | None:

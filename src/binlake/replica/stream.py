@@ -521,7 +521,7 @@ class BinlogStream:
                         yield from self._handle(ev, tracker, dec, batched)
                     else:  # (no generator for the GTID, TABLE_MAP and XID of each transaction)
                         self._follow(ev, tracker, dec)
-                        if run is not None:  # a GTID or XID of the run: a transaction opened or closed
+                        if run is not None:  # (a run's GTID or XID opened or closed a transaction)
                             run.skip = now = tx.in_tx and not tx.implicit_rows and not xa.holding
                             passing = passing or now
                             if not tx.in_tx and self._at_end(end, stop_at):
