@@ -32,7 +32,8 @@ from .position import Position
 @click.option("--output", "-o", type=click.Choice(["jsonl", "text", "null"]), default="jsonl",
               show_default=True)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
-              help="Write to this file instead of stdout; with --checkpoint it is exactly-once.")
+              help="Write to this file instead of stdout; with --checkpoint it is exactly-once "
+                   "(a FIFO or a device such as /dev/null: at-least-once, like stdout).")
 @click.option("--password-prompt", is_flag=True, help="Ask for the password.")
 @click.option("--password-env", default="BINLAKE_PASSWORD", show_default=True,
               help="Environment variable holding the password when the URL has none.")
