@@ -53,3 +53,41 @@ def test_slot_maker_refuses_what_it_cannot_fill() -> None:
         maker(1, 2, 3)  # too few values
     with pytest.raises(TypeError):
         maker(1, 2, 3, 4, 5, flags=6)  # keywords are not taken
+
+
+def test_position_maker_equals_the_constructor() -> None:
+    """make_position stands in for Position(...) on a stream's per-transaction path: the
+    same value, hash and frozenness."""
+    from binlake.replica.position import Position, make_position
+    from binlake.xa import PreparedRange
+
+    xa = (PreparedRange("x", "binlog.000001", 4, 90),)
+    for values in (("binlog.000002", 4, None, None, 0, None, ()),
+                   ("binlog.000002", 812, None, "0-1-9", 3, "0-1-10", xa),
+                   (None, 4, "uuid:1-5", None, 0, None, ())):
+        made, built = make_position(*values), Position(*values)
+        assert type(made) is Position and made == built and hash(made) == hash(built)
+        assert made.to_json() == built.to_json() and str(made) == str(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.pos = 5  # type: ignore[misc]
+
+
+def test_table_map_copies_keep_every_field_but_the_ones_they_change() -> None:
+    """moved() and with_columns() are built by a slot maker: every other field is the
+    original's (a field they forgot would fail here, as a new field fails at import)."""
+    from binlake.binlog.table_map import ColumnInfo, TableMapEvent
+
+    header, other = EventHeader(1, 19, 3, 4, 5, 6), EventHeader(9, 19, 3, 4, 50, 6)
+    cols = [ColumnInfo(index=0, type=8, binlog_type=8, meta=0, nullable=False)]
+    tm = TableMapEvent(header=header, file="f.000001", offset=10, end=40, inner_index=2,
+                       table_id=7, flags=1, schema="db", table="t", columns=cols,
+                       primary_key=(0,), primary_key_prefixes=(0,), has_optional_metadata=True)
+    tm.row_decoders["x"] = "compiled"
+    moved = tm.moved(other, "f.000002", 100, 130)
+    assert moved == dataclasses.replace(tm, header=other, file="f.000002", offset=100, end=130)
+    assert moved.row_decoders is tm.row_decoders and moved.columns is tm.columns
+    filled = [ColumnInfo(index=0, type=8, binlog_type=8, meta=0, nullable=False, name="id")]
+    got = tm.with_columns(filled, None)
+    assert got == dataclasses.replace(tm, columns=filled, primary_key=None)
+    assert got.row_decoders == {} and got.row_decoders is not tm.row_decoders
+    assert tm.with_columns(filled, (0,), tm.row_decoders).row_decoders is tm.row_decoders

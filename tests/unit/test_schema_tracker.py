@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from binlake.binlog.constants import ColumnType as T
 from binlake.binlog.header import EventHeader
@@ -11,7 +12,7 @@ from binlake.binlog.table_map import ColumnInfo, TableMapEvent
 from binlake.changes import ChangeTracker
 from binlake.errors import SchemaDriftError
 from binlake.files import read_events
-from binlake.schema.history import SchemaHistory
+from binlake.schema.history import BinlogPos, SchemaHistory
 from binlake.schema.model import Column, TableDef, binlog_shapes, column_collation_id
 from binlake.schema.tracker import DdlApplyError, SchemaTracker, table_from_binlog
 
@@ -85,6 +86,38 @@ def test_repeated_table_maps_share_their_compiled_decoders(tracker: SchemaTracke
     after = tracker.resolve(tm_for(model(tracker), offset=5000))
     assert after.row_decoders is not first.row_decoders and b"\x1f" not in after.row_decoders
     assert after.column_names == first.column_names
+
+
+def test_a_repeated_parse_is_filled_from_the_shape_at_its_own_place(tracker: SchemaTracker) -> None:
+    """The decoder hands out one parse of a TABLE_MAP's bytes for every transaction, and the
+    resolver answers a repeat quickly. That answer must still follow the history: after a
+    column is renamed the same parse gets the new name, and a copy met before the rename
+    (a replay, an XA re-read) the old one."""
+    parse = tm_for(model(tracker), offset=900)
+    assert tracker.resolve(parse).column_names[1] == "name"
+    assert tracker.resolve(parse.moved(parse.header, parse.file, 950, 1000)).column_names[1] == "name"
+    tracker.on_query(query_event("ALTER TABLE t RENAME COLUMN name TO title", 1000, schema="db"))
+    after = tracker.resolve(parse.moved(parse.header, parse.file, 2000, 2100))
+    assert after.column_names[1] == "title" and after.offset == 2000
+    again = tracker.resolve(parse.moved(parse.header, parse.file, 3000, 3100))
+    assert again.column_names[1] == "title" and again.row_decoders is after.row_decoders
+    older = tracker.resolve(parse.moved(parse.header, parse.file, 950, 1000))
+    assert older.column_names[1] == "name" and older.offset == 950
+    later_file = tracker.resolve(parse.moved(parse.header, "binlog.000002", 4, 104))
+    assert later_file.column_names[1] == "title"
+
+
+@given(st.sampled_from(["binlog.000001", "binlog.000002", "binlog.000010", "other.000002",
+                        "binlog", None]),
+       st.integers(4, 40), st.sampled_from(["binlog.000001", "binlog.000002", "other.000002",
+                                            "binlog", None]), st.integers(4, 40))
+def test_at_or_after_head_is_the_position_comparison(file: str | None, pos: int,
+                                                     head_file: str | None, head_pos: int) -> None:
+    history = SchemaHistory()
+    assert history.at_or_after_head(file, pos)  # no head yet
+    history.head = BinlogPos(head_file, head_pos)
+    expected = file is None or BinlogPos(file, pos) >= history.head
+    assert history.at_or_after_head(file, pos) == expected
 
 
 def test_untracked_tables_pass_through(tracker: SchemaTracker) -> None:

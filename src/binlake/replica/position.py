@@ -14,12 +14,13 @@ its TABLE_MAPs) at the start of a transaction.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as dataclass_fields
 from typing import Any
 
 from ..binlog.events import (
     STMT_END_F, Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
 )
+from ..binlog.makers import slot_maker
 from ..binlog.table_map import TableMapEvent
 from ..errors import BinlakeError, ConfigError
 from ..xa import PreparedRange
@@ -120,6 +121,16 @@ class Position:
         if self.xa_prepared:
             parts.append(f"xa_prepared={len(self.xa_prepared)}")
         return " ".join(parts)
+
+
+if tuple(f.name for f in dataclass_fields(Position)) != (  # pragma: no cover
+        "file", "pos", "gtid_set", "gtid_state", "rows_done", "tx_gtid", "xa_prepared"):
+    raise ImportError("Position's fields changed: update make_position's callers")
+make_position = slot_maker(Position)
+"""Position(file, pos, gtid_set, gtid_state, rows_done, tx_gtid, xa_prepared), every field
+given in order: ~0.06 us where the frozen class's __init__ takes ~0.8 us. A stream makes
+two per transaction (its boundary and the position handed to on_commit), which was a tenth
+of a live stream of one-row transactions."""
 
 
 class BoundaryError(BinlakeError):

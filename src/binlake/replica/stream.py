@@ -26,7 +26,7 @@ from ..errors import BinlakeError, ConfigError, ServerError
 from ..gtid import MariaGtidState, MySQLGtidSet
 from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
-from .position import BoundaryError, Position, TransactionBoundaries
+from .position import BoundaryError, Position, TransactionBoundaries, make_position
 from .url import ServerURL
 from ..xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
 
@@ -179,7 +179,7 @@ class BinlogStream:
         tx_gtid = None
         if rows:
             tx_gtid = self._tx.gtid if self._tx.in_tx else self._resume_gtid
-        return Position(b.file, b.pos, gset, gstate, rows, tx_gtid, self._xa_boundary)
+        return make_position(b.file, b.pos, gset, gstate, rows, tx_gtid, self._xa_boundary)
 
     @property
     def positioned(self) -> bool:
@@ -789,7 +789,8 @@ class BinlogStream:
             elif self._gtid_set is not None:
                 self._gtid_set = self._gtid_set.add_gtid(gtid)
         assert self._boundary is not None
-        self._boundary = Position(dec.file, ev.end or self._boundary.pos)
+        self._boundary = make_position(dec.file, ev.end or self._boundary.pos, None, None, 0,
+                                       None, ())
         self._rows_in_tx = 0
         self._resume_gtid = None
         self._xa_boundary = self._xa.ranges()

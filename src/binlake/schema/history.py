@@ -179,6 +179,17 @@ class SchemaHistory:
     def find_record(self, file: str | None, pos: int) -> DdlRecord | None:
         return self._log_index.get((file_seq(file), pos))
 
+    def at_or_after_head(self, file: str | None, pos: int) -> bool:
+        """BinlogPos(file, pos) >= head (also when there is no head or no file), without
+        building the BinlogPos: asked for every TABLE_MAP a schema resolver fills."""
+        head = self.head
+        if head is None or file is None:
+            return True
+        if file == head.file:
+            return pos >= head.pos
+        seq, head_seq = file_seq(file), file_seq(head.file)
+        return seq > head_seq or (seq == head_seq and pos >= head.pos)
+
     def is_before_start(self, pos: BinlogPos) -> bool:
         return self.start is not None and pos.file is not None and pos < self.start
 

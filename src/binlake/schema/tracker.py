@@ -25,7 +25,7 @@ from .bootstrap import TableFilter, bootstrap, default_filter, refetch
 from .ddl import ApplyContext, DdlParseError, TableChange
 from .history import BinlogPos, DdlRecord, SchemaHistory
 from .model import (
-    BINARY_COLLATION_ID, BLOB_TYPES, Column, GEOMETRY_TYPES, INTEGER_TYPES, NUMERIC_TYPES,
+    BINARY_COLLATION_ID, BLOB_TYPES, Catalog, Column, GEOMETRY_TYPES, INTEGER_TYPES, NUMERIC_TYPES,
     TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
 )
 
@@ -184,10 +184,12 @@ class SchemaTracker:
         from it: servers repeat the same TABLE_MAP for every transaction, and models are
         immutable. Later maps share its columns and its compiled row decoders (a fresh
         decoder cache for every transaction cost a compile and the slow path each)."""
-        self._by_parse: dict[int, tuple[list[ColumnInfo], TableDef, tuple, TableMapEvent]] = {}
+        self._by_parse: dict[int, tuple[list[ColumnInfo], TableDef, tuple, TableMapEvent,
+                                        Catalog | None]] = {}
         """id(columns of a parsed TABLE_MAP) -> (those columns, the model, the map's names and
-        key, the filled map): the decoder hands out the same bytes' map as copies sharing one
-        parse, so a repeat is found without its signature."""
+        key, the filled map, the head catalog the model came from or None): the decoder hands
+        out the same bytes' map as copies sharing one parse, so a repeat is found without its
+        signature."""
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -217,39 +219,51 @@ class SchemaTracker:
     # -- TableResolver ----------------------------------------------------------------------
     def resolve(self, tm: TableMapEvent) -> TableMapEvent:
         """Fill names, signedness, charsets, labels, JSON flags and key into a TABLE_MAP."""
-        cat = self.history.head_catalog()
+        history = self.history
+        cat = history.head_catalog()
+        parse = tm.columns
+        quick = self._by_parse.get(id(parse))
+        if (quick is not None and quick[0] is parse and quick[4] is cat
+                and quick[2] == (tm.schema, tm.table, tm.primary_key)
+                and history.at_or_after_head(tm.file, tm.offset)):
+            # A repeat of a parse filled from this same head state (the catalog is remade at
+            # every change, and is immutable): the same table, so the same answer, without
+            # the name, filter and position work below (a map per transaction, live).
+            first = quick[3]
+            return tm.with_columns(first.columns, first.primary_key, first.row_decoders)
         key = cat.key(tm.schema, tm.table)
         if not self.tables(*key):
             return tm
-        pos = BinlogPos(tm.file, tm.offset)
-        head = self.history.head
-        if head is None or tm.file is None or pos >= head:
+        at_head = history.at_or_after_head(tm.file, tm.offset)
+        if at_head:
             table = cat.tables.get(key)
         else:
-            table = self.history.table_at(key, pos)
+            table = history.table_at(key, BinlogPos(tm.file, tm.offset))
         if table is None:
             return self._drift(tm, key, None, ["the table is not in the schema history"])
-        parse, names = tm.columns, (tm.schema, tm.table, tm.primary_key)
-        quick = self._by_parse.get(id(parse))
+        names = (tm.schema, tm.table, tm.primary_key)
         if quick is not None and quick[0] is parse and quick[1] is table and quick[2] == names:
             first = quick[3]
-            return tm.with_columns(first.columns, first.primary_key, first.row_decoders)
-        sig = (id(table), tm.schema, tm.table, _signature(tm))
-        hit = self._resolved.get(sig)
-        if hit is not None and hit[0] is table:
-            first = hit[1]
             out = tm.with_columns(first.columns, first.primary_key, first.row_decoders)
         else:
-            problems = compare(table, tm, self.history.collations)
-            if problems:
-                return self._drift(tm, key, table, problems)
-            out = first = fill(tm, table, self.history.collations)
-            if len(self._resolved) > 4096:
-                self._resolved.clear()
-            self._resolved[sig] = (table, first)
+            sig = (id(table), tm.schema, tm.table, _signature(tm))
+            hit = self._resolved.get(sig)
+            if hit is not None and hit[0] is table:
+                first = hit[1]
+                out = tm.with_columns(first.columns, first.primary_key, first.row_decoders)
+            else:
+                problems = compare(table, tm, history.collations)
+                if problems:
+                    return self._drift(tm, key, table, problems)
+                out = first = fill(tm, table, history.collations)
+                if len(self._resolved) > 4096:
+                    self._resolved.clear()
+                self._resolved[sig] = (table, first)
         if len(self._by_parse) > 4096:
             self._by_parse.clear()
-        self._by_parse[id(parse)] = (parse, table, names, first)
+        # the head catalog is kept only when `table` came from it: then a repeat at head
+        # may take the first branch above
+        self._by_parse[id(parse)] = (parse, table, names, first, cat if at_head else None)
         return out
 
     def _drift(self, tm: TableMapEvent, key: tuple[str, str], table: TableDef | None,
