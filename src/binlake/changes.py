@@ -344,14 +344,8 @@ class ChangeTracker:
         if t is XidEvent:  # (the common close, first)
             self._group = None
             return
-        if isinstance(ev, MariaGtidEvent):
-            self.gtid = ev.gtid
-            self._group = (ev.file, ev.offset)
-            if ev.flags & MariaGtidEvent.FL_PREPARED_XA and ev.xid is not None:
-                self.xa.begin(ev.xid, ev.file, ev.offset, keep=keep)
-        elif isinstance(ev, GtidEvent):
-            self.gtid = ev.gtid
-            self._group = (ev.file, ev.offset)
+        if isinstance(ev, (MariaGtidEvent, GtidEvent)):
+            self.observe_gtid(ev, ev.gtid, keep=keep)
         elif isinstance(ev, QueryEvent):
             if ev.query[:3].upper() != "XA ":
                 return
@@ -369,6 +363,17 @@ class ChangeTracker:
             released, rng = self.xa.prepared(xid, ev.end, ev.one_phase)
             if ev.one_phase:
                 self._released = released if released is not None else rng
+
+    def observe_gtid(self, ev: GtidEvent | MariaGtidEvent, gtid: str | None, *,
+                     keep: bool = True) -> None:
+        """observe() of a GTID event, given its `gtid` text: a replica formats it once for
+        this and the transaction boundaries, once per transaction."""
+        self._released = None
+        self.gtid = gtid
+        self._group = (ev.file, ev.offset)
+        if (type(ev) is MariaGtidEvent and ev.flags & MariaGtidEvent.FL_PREPARED_XA
+                and ev.xid is not None):
+            self.xa.begin(ev.xid, ev.file, ev.offset, keep=keep)
 
     def records(self, ev: Event) -> list[ChangeRecord]:
         if isinstance(ev, RowsEvent):  # the hot path: nothing for observe() in a rows event

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.cli import main
 from binlake.replica.position import Position
-from binlake.replica.stream import BinlogStream, StreamOptions
+from binlake.replica.stream import BinlogStream, ResumeMismatch, StreamOptions
 from binlake.replica.url import ServerURL
 
 from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less test dirs)
@@ -226,3 +226,45 @@ def test_link_cut_where_left_out_rows_are_passed_over_resumes_exactly(
     # rows_done counts the left-out rows too: 300 of them come before each 100 kept ones
     assert [d for _, d in done] == [400 * (j // 100) + 300 + j % 100 + 1 for j in range(2000)]
     assert done[0][0] == 0 and done[-1][0] == 2
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_checkpoint_that_does_not_fit_the_binlog_is_refused(
+        mariadb, runs: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A position inside a transaction names that transaction's GTID and how many rows were
+    delivered. If the binlog at the boundary holds another transaction, or a shorter one,
+    resuming would skip or repeat rows: the stream must refuse, naming both, before it
+    hands out anything (with the C runs over packets and without)."""
+    if not runs:
+        monkeypatch.setattr(BinlogDecoder, "scan_packets", lambda self, *args, **kw: None)
+    table = f"rr_misfit_{runs:d}"
+    mariadb.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} (id INT PRIMARY KEY)")
+    start = mariadb.binlog_end()
+    (first,), = mariadb.sql(f"INSERT INTO {table} VALUES (1), (2)", "SELECT @@last_gtid")
+    mariadb.sql(f"INSERT INTO {table} VALUES (3)")
+    domain, server, seq = (int(x) for x in first.split("-"))  # the two-row transaction at `start`
+
+    got: list = []
+
+    def resume(rows_done: int, tx_gtid: str) -> list:
+        bs = BinlogStream(ServerURL.parse(mariadb.url), StreamOptions(
+            start=Position(*start, rows_done=rows_done, tx_gtid=tx_gtid), until_end=True,
+            tables=lambda s, t: t == table))
+        got.clear()
+        try:
+            for rec in bs.changes():
+                got.append(rec)
+        finally:
+            bs.close()
+        return got
+
+    # the checkpoint's own transaction: the row after the one delivered, then the next
+    assert [rec.after["id"] for rec in resume(1, first)] == [2, 3]
+    with pytest.raises(ResumeMismatch, match=rf"resuming inside transaction {domain}-{server}-"
+                                             rf"{seq + 9}, but the primary sent {first} first"):
+        resume(1, f"{domain}-{server}-{seq + 9}")
+    assert got == []
+    with pytest.raises(ResumeMismatch, match=rf"the resumed transaction {first} ended after "
+                                             r"fewer rows than the checkpoint had delivered"):
+        resume(3, first)
+    assert got == []  # (the transaction's rows were all skipped as delivered)

@@ -171,11 +171,8 @@ class TransactionBoundaries:
             return False
         if t is XidEvent and self.in_tx:  # (the common close, first)
             return self._close()
-        if isinstance(ev, MariaGtidEvent):
-            self._open(ev, ev.gtid, explicit=not ev.standalone)
-            return False
-        if isinstance(ev, GtidEvent):
-            self._open(ev, ev.gtid, explicit=False)
+        if isinstance(ev, (MariaGtidEvent, GtidEvent)):
+            self.open_gtid(ev, ev.gtid)
             return False
         if isinstance(ev, (XidEvent, XaPrepareEvent)):
             if not self.in_tx:
@@ -205,6 +202,11 @@ class TransactionBoundaries:
             if self.implicit_rows and ev.flags & STMT_END_F:
                 return self._close()
         return False
+
+    def open_gtid(self, ev: GtidEvent | MariaGtidEvent, gtid: str | None) -> None:
+        """observe() of a GTID event, given its `gtid` text (formatted once by a replica)."""
+        self._open(ev, gtid, explicit=type(ev) is MariaGtidEvent
+                   and not ev.flags & MariaGtidEvent.FL_STANDALONE)
 
     def _open(self, ev: Event, gtid: str | None, *, explicit: bool) -> None:
         if self.in_tx:

@@ -696,10 +696,11 @@ class BinlogStream:
             if self._tx.observe(ev):
                 self._commit(ev, dec)
             return
-        if isinstance(ev, (GtidEvent, MariaGtidEvent)):
-            tracker.observe(ev)
-            self._tx.observe(ev)
-            if self._skip and self._resume_gtid and (gtid := ev.gtid) and gtid != self._resume_gtid:
+        if isinstance(ev, (GtidEvent, MariaGtidEvent)):  # (its text made once, for both)
+            gtid = ev.gtid
+            tracker.observe_gtid(ev, gtid)
+            self._tx.open_gtid(ev, gtid)
+            if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
                 raise ResumeMismatch(
                     f"resuming inside transaction {self._resume_gtid}, but the primary sent {gtid} first",
                     hint="the binlog changed under the checkpoint; re-snapshot")
