@@ -371,7 +371,7 @@ class ChangeTracker:
         self._released = None
         self.gtid = gtid
         self._group = (ev.file, ev.offset)
-        if (type(ev) is MariaGtidEvent and ev.flags & MariaGtidEvent.FL_PREPARED_XA
+        if (isinstance(ev, MariaGtidEvent) and ev.flags & MariaGtidEvent.FL_PREPARED_XA
                 and ev.xid is not None):
             self.xa.begin(ev.xid, ev.file, ev.offset, keep=keep)
 

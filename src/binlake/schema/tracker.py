@@ -25,8 +25,8 @@ from .bootstrap import TableFilter, bootstrap, default_filter, refetch
 from .ddl import ApplyContext, DdlParseError, TableChange
 from .history import BinlogPos, DdlRecord, SchemaHistory
 from .model import (
-    BINARY_COLLATION_ID, BLOB_TYPES, Catalog, Column, GEOMETRY_TYPES, INTEGER_TYPES, NUMERIC_TYPES,
-    TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
+    BINARY_COLLATION_ID, BLOB_TYPES, Catalog, Column, GEOMETRY_TYPES, INTEGER_TYPES,
+    NUMERIC_TYPES, TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
 )
 
 ON_DRIFT = ("error", "rebootstrap", "trust_binlog")
