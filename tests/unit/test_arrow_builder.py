@@ -67,7 +67,7 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
         if json_images and arrow._ImageRows is not None and any(len(recs) > 1 for recs in lists):
             # whole events went in as one segment (the C writer's images; the pure-Python
             # decoders give values, which go record by record)
-            assert len(many._segs) < len(one._segs)
+            assert many._segs.count < one._segs.count
         a, b = _table([one.flush()]), _table([many.flush()])
         assert a.equals(b), path.name
 
@@ -243,3 +243,91 @@ def test_adding_never_changes_an_events_rows(corpus_dir: Path, monkeypatch: pyte
         b.add(rec)
     assert [ev.rows for ev in events] == snapshot
     assert b.flush().num_rows == sum(map(len, snapshot)) + len(events)
+
+
+@pytest.mark.skipif(arrow._Segments is None or arrow._ImageRows is None,
+                    reason="needs the C extension")
+def test_events_and_records_taken_in_c_give_the_python_batches(
+        corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CdcSegments.event/record (one C call per rows event or record) against the builder's
+    Python (segments kept in Python, images through the same C columns)."""
+    taken = {"event": 0, "record": 0}
+    real_new = arrow._new_segments
+
+    class Counting:
+        def __init__(self, fidx):
+            self._s = real_new(fidx)
+
+        def __getattr__(self, name):
+            return getattr(self._s, name)
+
+        def __len__(self):
+            return len(self._s)
+
+        def event(self, *args):
+            got = self._s.event(*args)
+            taken["event"] += got is not None
+            return got
+
+        def record(self, *args):
+            got = self._s.record(*args)
+            taken["record"] += bool(got)
+            return got
+
+    for path in _paths(corpus_dir):
+        for size in (3, 10_000):
+            monkeypatch.setattr(arrow, "_new_segments", Counting)
+            c_events = _table(list(events_to_batches(read_events(path, json_images=True),
+                                                     batch_size=size)))
+            one = CdcBatchBuilder()
+            for recs in _records_by_event(path, True):
+                for rec in recs:
+                    one.add(rec)
+            c_records = _table([one.flush()])
+            monkeypatch.setattr(arrow, "_new_segments", arrow._PySegments)
+            py_events = _table(list(events_to_batches(read_events(path, json_images=True),
+                                                      batch_size=size)))
+            assert c_events.equals(py_events), path.name
+            assert c_records.equals(py_events), path.name
+    assert taken["event"] > 0 and taken["record"] > 0
+
+
+@pytest.mark.skipif(arrow._Segments is None, reason="needs the C extension")
+def test_c_segments_refuse_what_they_cannot_take(corpus_dir: Path) -> None:
+    from binlake.binlog.events import RowsEvent
+
+    seen: list[str | None] = []
+
+    def file_index(name):
+        seen.append(name)
+        return arrow.file_index(name)
+
+    fidx: dict = {}
+    segs = arrow._Segments(fidx, file_index)
+    before, after = arrow._ImageColumn(), arrow._ImageColumn()
+    path = _paths(corpus_dir)[0]
+    values = next(ev for ev in read_events(path) if isinstance(ev, RowsEvent))
+    assert segs.event(values, None, before, after, 0, None) is None  # value tuples: Python's
+    packed = next(ev for ev in read_events(path, json_images=True) if isinstance(ev, RowsEvent))
+    assert segs.event(packed, None, [], [], 0, None) is None  # columns kept as Python lists
+    assert segs.event(packed, None, before, after, 0, 0) == 0 and len(segs) == 0
+    got = segs.event(packed, "0-1-2", before, after, 0, None)
+    assert got == packed.rows.nbytes() == segs.nbytes and len(segs) == len(packed.rows)
+    assert seen == [packed.file] and fidx == {packed.file: arrow.file_index(packed.file)}
+    segs.event(packed, None, before, after, 0, 1)
+    assert seen == [packed.file]  # the file's index is looked up once
+    with pytest.raises(ValueError):
+        segs.segment(("insert",) * 12, 0, 0)  # a segment needs rows
+    with pytest.raises(ValueError):
+        segs.segment_rows(("insert",) * 12, [])
+    with pytest.raises(ValueError):
+        segs.segment_rows(("insert",) * 12, [-1])
+    with pytest.raises(ValueError):
+        segs.event(packed, None, before, after, -1, None)
+    fields, ends, rows = segs.finish()
+    n = len(packed.rows)
+    assert len(fields) == 2 and segs.count == 0 and fields[0][7] == "0-1-2"
+    assert list(memoryview(ends).cast("i")) == [n, n + 1]
+    assert list(memoryview(rows).cast("i")) == [*range(n), 0]
+    assert len(segs) == 0 and segs.nbytes == 0
+    assert len(before) == len(after) == n + 1  # (the columns are the caller's to finish)

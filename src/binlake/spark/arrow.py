@@ -117,30 +117,25 @@ class CdcBatchBuilder:
     images go straight into their Arrow column (an ImageColumn, in C): an event's packed
     images (ImageRows) in one copy while they are still in cache. `flush` expands the
     segment columns to rows in Arrow (run-end decoding), so a row costs no Python tuple and
-    no Python-level transpose.
+    no Python-level transpose. With the C extension, a rows event with packed images and a
+    record with JSON images go in with one C call each (CdcSegments: `event`, `record`).
     """
 
     def __init__(self) -> None:
         self._fidx: dict[str | None, int] = {}
-        self._clear()
-
-    def _clear(self) -> None:
-        # per segment: (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query, ddl)
-        self._segs: list[tuple[Any, ...]] = []
-        self._ends = array("i")     # run ends: the number of rows up to each segment's end
-        self._row = array("i")      # per row: its row number in its event
-        self._before: Any = _new_column()  # the before/after image columns being written
+        # the segments (fields, run ends, row numbers) and the before/after image columns;
+        # each starts empty again when flush() takes its contents
+        self._segs: Any = _new_segments(self._fidx)
+        self._before: Any = _new_column()
         self._after: Any = _new_column()
-        self._n = 0
-        self._bytes = 0
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._segs)
 
     @property
     def image_bytes(self) -> int:
         """Size of the images held (to bound a batch by memory, not only by rows)."""
-        return self._bytes
+        return self._segs.nbytes
 
     def _file_index(self, file: str | None) -> int:
         fidx = self._fidx.get(file)
@@ -149,6 +144,8 @@ class CdcBatchBuilder:
         return fidx
 
     def add(self, rec: ChangeRecord) -> None:
+        if self._segs.record(rec, self._before, self._after):  # (C: JSON images)
+            return
         tm = rec.table_map
         if tm is not None:
             before, after = rec.raw_images
@@ -156,7 +153,7 @@ class CdcBatchBuilder:
                 before = (tm.row_decoders.get("spark-json") or image_encoder(tm))(before).encode()
             if type(after) is not bytes and after is not None:
                 after = (tm.row_decoders.get("spark-json") or image_encoder(tm))(after).encode()
-            self._bytes += len(before or b"") + len(after or b"")
+            self._segs.nbytes += len(before or b"") + len(after or b"")
             query = ddl_text = None
             self._before.append(before)
             self._after.append(after)
@@ -167,19 +164,19 @@ class CdcBatchBuilder:
             ddl_text = dumps(ddl.to_json()) if hasattr(ddl, "to_json") else None
             self._before.nulls(1)
             self._after.nulls(1)
-        self._segs.append((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,
-                           rec.inner, rec.gtid, rec.timestamp, self._file_index(rec.file),
-                           query, ddl_text))
-        self._row.append(rec.row)
-        self._n += 1
-        self._ends.append(self._n)
+        self._segs.segment((rec.op, rec.schema, rec.table, rec.file, rec.pos, rec.end_pos,
+                            rec.inner, rec.gtid, rec.timestamp, self._file_index(rec.file),
+                            query, ddl_text), rec.row, 1)
 
     def add_records(self, recs: list[ChangeRecord]) -> None:
         """The records of one rows event (a list from BinlogStream.batches()) as one segment,
         without Python work per record beyond reading its images; statements, records of
         several events and images not yet JSON go record by record."""
         first, last = recs[0], recs[-1]
-        if (first.table_map is None or len(recs) == 1 or last.pos != first.pos
+        if len(recs) == 1:  # (a one-row event: the common case of small transactions)
+            self.add(first)
+            return
+        if (first.table_map is None or last.pos != first.pos
                 or last.inner != first.inner or last.file != first.file
                 or last.table_map is not first.table_map or last.op != first.op):
             for rec in recs:
@@ -194,20 +191,18 @@ class CdcBatchBuilder:
             return
         self._before.extend(before)
         self._after.extend(after)
-        self._bytes += sum(map(len, filter(None, before))) + sum(map(len, filter(None, after)))
+        self._segs.nbytes += (sum(map(len, filter(None, before)))
+                              + sum(map(len, filter(None, after))))
         file = first.file
-        fidx = self._fidx.get(file)
-        if fidx is None:
-            fidx = self._file_index(file)
-        self._segs.append((first.op, first.schema, first.table, file, first.pos, first.end_pos,
-                           first.inner, first.gtid, first.timestamp, fidx, None, None))
-        self._row.extend([rec.row for rec in recs])
-        self._n += len(recs)
-        self._ends.append(self._n)
+        self._segs.segment_rows((first.op, first.schema, first.table, file, first.pos,
+                                 first.end_pos, first.inner, first.gtid, first.timestamp,
+                                 self._file_index(file), None, None), [rec.row for rec in recs])
 
     def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
+        if self._segs.event(ev, gtid, self._before, self._after, start, stop) is not None:
+            return  # (C: packed images)
         rows = ev.rows
         total = len(rows)
         stop = total if stop is None or stop > total else stop
@@ -225,7 +220,7 @@ class CdcBatchBuilder:
             else:
                 self._before.run(rows, 0, start, stop)
                 self._after.nulls(n)
-            self._bytes += rows.nbytes(start, stop)
+            self._segs.nbytes += rows.nbytes(start, stop)
         else:
             if start or stop < total:
                 rows = rows[start:stop]
@@ -237,7 +232,7 @@ class CdcBatchBuilder:
                     before, after = self._encoded(ev, before), self._encoded(ev, after)
                 self._before.extend(before)
                 self._after.extend(after)
-                self._bytes += sum(map(len, before)) + sum(map(len, after))
+                self._segs.nbytes += sum(map(len, before)) + sum(map(len, after))
             else:
                 if type(rows[0]) is not bytes:
                     rows = self._encoded(ev, rows)
@@ -247,16 +242,10 @@ class CdcBatchBuilder:
                 else:
                     self._before.extend(rows)
                     self._after.nulls(n)
-                self._bytes += sum(map(len, rows))
+                self._segs.nbytes += sum(map(len, rows))
         tm, file = ev.table, ev.file
-        fidx = self._fidx.get(file)
-        if fidx is None:
-            fidx = self._file_index(file)
-        self._segs.append((kind, tm.schema, tm.table, file, ev.offset, ev.end, ev.inner_index,
-                           gtid, ev.timestamp, fidx, None, None))
-        self._row.extend(range(start, start + n))
-        self._n += n
-        self._ends.append(self._n)
+        self._segs.segment((kind, tm.schema, tm.table, file, ev.offset, ev.end, ev.inner_index,
+                            gtid, ev.timestamp, self._file_index(file), None, None), start, n)
 
     @staticmethod
     def _encoded(ev: RowsEvent, images: list[Any]) -> list[bytes]:
@@ -265,13 +254,12 @@ class CdcBatchBuilder:
 
     def flush(self) -> pa.RecordBatch:
         """The accumulated records as one batch in CDC_SCHEMA; the builder starts empty."""
-        if not self._n:
+        n = len(self._segs)
+        if not n:
             return pa.RecordBatch.from_pylist([], schema=CDC_SCHEMA)
-        (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query,
-         ddl) = zip(*self._segs)
-        n, ends = self._n, self._ends
-        row, before, after = self._row, self._before, self._after
-        self._clear()
+        segs, ends, row = self._segs.finish()
+        before, after = self._before, self._after
+        (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query, ddl) = zip(*segs)
         if _runs is not None:
             def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
                      fill: int | None = None) -> pa.Array:
@@ -283,7 +271,7 @@ class CdcBatchBuilder:
         else:  # no C extension: Arrow's run-end decoding
             import pyarrow.compute as pc
 
-            run_ends = _int32_array(ends)
+            run_ends = _int32_array(ends, len(segs))
 
             def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
                      fill: int | None = None) -> pa.Array:
@@ -295,7 +283,7 @@ class CdcBatchBuilder:
                 return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, arr))
 
         i32, i64, s = pa.int32(), pa.int64(), pa.string()
-        pos_a, inner_a, row_a = rows(pos, i64, "q"), rows(inner, i32, "i"), _int32_array(row)
+        pos_a, inner_a, row_a = rows(pos, i64, "q"), rows(inner, i32, "i"), _int32_array(row, n)
         seq = pa.StructArray.from_arrays(
             [rows(fidx, i32, "i"), pos_a, rows(inner, i32, "i", fill=-1), row_a],
             fields=list(SEQ_TYPE))
@@ -312,9 +300,10 @@ class CdcBatchBuilder:
 _first, _second = itemgetter(0), itemgetter(1)
 
 
-def _int32_array(values: array) -> pa.Array:
-    """An array('i') as an Arrow int32 array, without a Python int per item."""
-    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
+def _int32_array(values: Any, n: int) -> pa.Array:
+    """n int32 items (an array('i'), or their bytes) as an Arrow int32 array, without a
+    Python int per item."""
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(values)])
 
 
 class _ListColumn:
@@ -362,6 +351,56 @@ class _ListColumn:
         return len(images), validity, offs, blob
 
 
+class _PySegments:
+    """CdcSegments (C) where there is no C extension: the segment fields, run ends and row
+    numbers; `event` and `record` take nothing (the builder's Python adds everything)."""
+
+    def __init__(self, fidx: dict[str | None, int]) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.segs: list[tuple[Any, ...]] = []
+        self.ends = array("i")
+        self.rows = array("i")
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def count(self) -> int:
+        return len(self.segs)
+
+    def segment(self, seg: tuple[Any, ...], first: int, count: int) -> None:
+        self.segment_rows(seg, range(first, first + count))
+
+    def segment_rows(self, seg: tuple[Any, ...], rows: Iterable[int]) -> None:
+        k = len(self.rows)
+        self.rows.extend(rows)
+        if len(self.rows) == k:
+            raise ValueError("a segment needs rows")
+        self.segs.append(seg)
+        self.ends.append(len(self.rows))
+
+    def event(self, *_: Any) -> None:
+        return None
+
+    def record(self, *_: Any) -> bool:
+        return False
+
+    def finish(self) -> tuple[list[tuple[Any, ...]], array, array]:
+        out = self.segs, self.ends, self.rows
+        self._start()
+        return out
+
+
+def _new_segments(fidx: dict[str | None, int]) -> Any:
+    """Empty segments: CdcSegments (C), else _PySegments."""
+    if _Segments is not None and _ImageColumn is not None:
+        return _Segments(fidx, file_index)
+    return _PySegments(fidx)
+
+
 def _new_column() -> Any:
     """An empty image column: ImageColumn (C), else a _ListColumn."""
     return _ImageColumn() if _ImageColumn is not None else _ListColumn()
@@ -385,6 +424,7 @@ def _image_array(column: Any, n: int) -> pa.Array:
 
 _ImageColumn = getattr(_speedups, "ImageColumn", None)
 _runs = getattr(_speedups, "run_column", None)
+_Segments = getattr(_speedups, "CdcSegments", None)
 _ImageRows = getattr(_speedups, "ImageRows", None)
 
 
@@ -433,24 +473,32 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
     builder = CdcBatchBuilder()
     add_rows = builder.add_rows
+    segs, before, after = builder._segs, builder._before, builder._after
+    take = segs.event  # C: a whole event with packed images in one call (None: not taken)
     xa = tracker.xa
+    # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
+    check = tables is not None and getattr(decoder, "table_filter", None) is not tables
     if decoder is not None:
         left_out_rows_needed(decoder, tracker)
     for ev in events:
         if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
-            tm = ev.table
-            if ev.filtered or (tables is not None and not tables(tm.schema, tm.table)):
+            if ev.filtered:
                 continue
+            if check:
+                tm = ev.table
+                if not tables(tm.schema, tm.table):
+                    continue
             n = len(ev.rows)
-            if builder._n + n <= batch_size:  # the whole event fits: the common case
-                add_rows(ev, tracker.gtid)
+            if len(segs) + n <= batch_size:  # the whole event fits: the common case
+                if take(ev, tracker.gtid, before, after, 0, None) is None:
+                    add_rows(ev, tracker.gtid)
             else:
                 i = 0
                 while i < n:  # a big event is cut to keep batches within batch_size
-                    step = max(1, batch_size - builder._n)
+                    step = max(1, batch_size - len(segs))
                     add_rows(ev, tracker.gtid, i, i + step)
                     i += step
-                    if i < n and (builder._n >= batch_size or builder._bytes >= max_bytes):
+                    if i < n and (len(segs) >= batch_size or segs.nbytes >= max_bytes):
                         yield builder.flush()
         else:
             for rec in tracker.records(ev):
@@ -459,7 +507,7 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                 builder.add(rec)
             if decoder is not None:
                 left_out_rows_needed(decoder, tracker)
-        if builder._n >= batch_size or builder._bytes >= max_bytes:
+        if len(segs) >= batch_size or segs.nbytes >= max_bytes:
             yield builder.flush()
-    if len(builder):
+    if len(segs):
         yield builder.flush()

@@ -19,6 +19,7 @@
  * decoded with its before image: unchanged values not decoded twice), image_rows (an
  * event's JSON images packed; the buffer pools), image_column (a CDC batch's Arrow columns:
  * its images copied in as events come, its per-event fields expanded over their rows),
+ * cdc_segments (a CDC batch's per-event fields, a rows event or a record taken in one call),
  * objects (records and SlotMaker) and event_rows (the common
  * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
  * the decoder's thread or ahead of it); this file holds the module itself.
@@ -49,6 +50,7 @@
 #include "speedups/update_pairs.h"
 #include "speedups/image_rows.h"
 #include "speedups/image_column.h"
+#include "speedups/cdc_segments.h"
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
@@ -115,7 +117,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (PyDateTimeAPI == NULL) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
         || PyType_Ready(&ImageRowsType) < 0 || PyType_Ready(&ImageColumnType) < 0
-        || PyType_Ready(&ImageDataType) < 0 || event_rows_init() < 0) return NULL;
+        || PyType_Ready(&ImageDataType) < 0
+        || PyType_Ready(&CdcSegmentsType) < 0 || event_rows_init() < 0) return NULL;
     static const char *names[5] = {"negative", "hours", "minutes", "seconds", "microseconds"};
     for (int i = 0; i < 5; i++) {
         g_time_fields[i] = PyUnicode_InternFromString(names[i]);
@@ -133,7 +136,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "ImageRows", (PyObject *)&ImageRowsType) < 0
-        || PyModule_AddObjectRef(m, "ImageColumn", (PyObject *)&ImageColumnType) < 0) {
+        || PyModule_AddObjectRef(m, "ImageColumn", (PyObject *)&ImageColumnType) < 0
+        || PyModule_AddObjectRef(m, "CdcSegments", (PyObject *)&CdcSegmentsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

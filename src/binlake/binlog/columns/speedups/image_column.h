@@ -186,27 +186,35 @@ static PyObject *ImageColumn_extend(ImageColumn *self, PyObject *images) {
     Py_RETURN_NONE;
 }
 
+/* Rows [start, stop) of an ImageRows' side at the end, one memcpy; the bytes copied, or -1
+   with an exception. */
+static Py_ssize_t col_run(ImageColumn *c, ImageRows *rows, int side, Py_ssize_t start,
+                          Py_ssize_t stop) {
+    if (side < 0 || side >= rows->sides || start < 0 || stop < start || stop > rows->n) {
+        PyErr_SetString(PyExc_ValueError, "image run out of range");
+        return -1;
+    }
+    if (stop == start) return 0;
+    Py_ssize_t *ends = rows->ends[side], base = start ? ends[start - 1] : 0;
+    Py_ssize_t len = ends[stop - 1] - base;
+    if (col_data(c, len) < 0 || col_rows(c, stop - start) < 0) return -1;
+    memcpy(c->data.p + c->data.len, rows->data[side] + base, (size_t)len);
+    col_valid(c, stop - start);
+    Py_ssize_t shift = c->data.len - base;
+    int32_t *off = c->off + c->n + 1;
+    for (Py_ssize_t r = start; r < stop; r++) *off++ = (int32_t)(ends[r] + shift);
+    c->data.len += len;
+    c->n += stop - start;
+    return len;
+}
+
 /* run(rows, side, start, stop): rows [start, stop) of an ImageRows' side, one memcpy. */
 static PyObject *ImageColumn_run(ImageColumn *self, PyObject *args) {
     ImageRows *rows;
     int side;
     Py_ssize_t start, stop;
     if (!PyArg_ParseTuple(args, "O!inn", &ImageRowsType, &rows, &side, &start, &stop)) return NULL;
-    if (side < 0 || side >= rows->sides || start < 0 || stop < start || stop > rows->n) {
-        PyErr_SetString(PyExc_ValueError, "image run out of range");
-        return NULL;
-    }
-    if (stop == start) Py_RETURN_NONE;
-    Py_ssize_t *ends = rows->ends[side], base = start ? ends[start - 1] : 0;
-    Py_ssize_t len = ends[stop - 1] - base;
-    if (col_data(self, len) < 0 || col_rows(self, stop - start) < 0) return NULL;
-    memcpy(self->data.p + self->data.len, rows->data[side] + base, (size_t)len);
-    col_valid(self, stop - start);
-    Py_ssize_t shift = self->data.len - base;
-    int32_t *off = self->off + self->n + 1;
-    for (Py_ssize_t r = start; r < stop; r++) *off++ = (int32_t)(ends[r] + shift);
-    self->data.len += len;
-    self->n += stop - start;
+    if (col_run(self, rows, side, start, stop) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
