@@ -201,8 +201,12 @@ class CdcBatchBuilder:
     def add_rows(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                  stop: int | None = None) -> None:
         """Rows [start, stop) of a rows event, as `add` would add their records one by one."""
-        if self._segs.event(ev, gtid, self._before, self._after, start, stop) is not None:
-            return  # (C: packed images)
+        if self._segs.event(ev, gtid, self._before, self._after, start, stop) is None:
+            self._add_rows_python(ev, gtid, start, stop)  # (C takes packed images)
+
+    def _add_rows_python(self, ev: RowsEvent, gtid: str | None, start: int = 0,
+                         stop: int | None = None) -> None:
+        """add_rows for what CdcSegments.event does not take."""
         rows = ev.rows
         total = len(rows)
         stop = total if stop is None or stop > total else stop
@@ -472,7 +476,7 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
     builder = CdcBatchBuilder()
-    add_rows = builder.add_rows
+    add_rows, add_rows_python = builder.add_rows, builder._add_rows_python
     segs, before, after = builder._segs, builder._before, builder._after
     take = segs.event  # C: a whole event with packed images in one call (None: not taken)
     xa = tracker.xa
@@ -491,7 +495,7 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
             n = len(ev.rows)
             if len(segs) + n <= batch_size:  # the whole event fits: the common case
                 if take(ev, tracker.gtid, before, after, 0, None) is None:
-                    add_rows(ev, tracker.gtid)
+                    add_rows_python(ev, tracker.gtid)  # (not asking C twice)
             else:
                 i = 0
                 while i < n:  # a big event is cut to keep batches within batch_size
