@@ -186,8 +186,50 @@ static PyObject *ImageColumn_extend(ImageColumn *self, PyObject *images) {
     Py_RETURN_NONE;
 }
 
-/* Rows [start, stop) of an ImageRows' side at the end, one memcpy; the bytes copied, or -1
-   with an exception. */
+/* Runs this long or longer are copied into a column with streaming stores (col_copy). */
+#define COL_STREAM_MIN 4096
+
+/* memcpy into a column's data, with non-temporal stores for a run of COL_STREAM_MIN bytes
+   or more. Why: a batch's columns (up to MAX_BATCH_BYTES of images each) have left the
+   caches by the time their pooled memory is written again, so each plain store first read
+   the line it overwrote from memory; streaming stores write whole lines without that read
+   (the benchmark's `large` table through Arrow: 0.49 s -> 0.43 s inside the process, and
+   faster too when the consumer then reads every image). Short runs stay plain: a small
+   batch is read back while it is still in cache. The sfence orders the stores before the
+   column is handed to anyone (Arrow may read it from another thread). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <emmintrin.h>
+static void col_copy(char *dst, const char *src, size_t len) {
+    if (len < COL_STREAM_MIN) {
+        memcpy(dst, src, len);
+        return;
+    }
+    size_t head = (64 - ((uintptr_t)dst & 63)) & 63;  /* up to dst's next 64-byte line */
+    if (head > len) head = len;
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    len -= head;
+    size_t i = 0;
+    for (; i + 64 <= len; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        _mm_stream_si128((__m128i *)(dst + i), a);
+        _mm_stream_si128((__m128i *)(dst + i + 16), b);
+        _mm_stream_si128((__m128i *)(dst + i + 32), c);
+        _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+    memcpy(dst + i, src + i, len - i);
+    _mm_sfence();
+}
+#else
+static void col_copy(char *dst, const char *src, size_t len) { memcpy(dst, src, len); }
+#endif
+
+/* Rows [start, stop) of an ImageRows' side at the end, one copy (col_copy); the bytes
+   copied, or -1 with an exception. */
 static Py_ssize_t col_run(ImageColumn *c, ImageRows *rows, int side, Py_ssize_t start,
                           Py_ssize_t stop) {
     if (side < 0 || side >= rows->sides || start < 0 || stop < start || stop > rows->n) {
@@ -198,7 +240,7 @@ static Py_ssize_t col_run(ImageColumn *c, ImageRows *rows, int side, Py_ssize_t 
     Py_ssize_t *ends = rows->ends[side], base = start ? ends[start - 1] : 0;
     Py_ssize_t len = ends[stop - 1] - base;
     if (col_data(c, len) < 0 || col_rows(c, stop - start) < 0) return -1;
-    memcpy(c->data.p + c->data.len, rows->data[side] + base, (size_t)len);
+    col_copy(c->data.p + c->data.len, rows->data[side] + base, (size_t)len);
     col_valid(c, stop - start);
     Py_ssize_t shift = c->data.len - base;
     int32_t *off = c->off + c->n + 1;
