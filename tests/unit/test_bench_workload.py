@@ -52,3 +52,17 @@ def test_summary_medians_and_ratios() -> None:
     assert b["wall_s"] == 2.0 and b["cpu_s"] == 1.0 and b["rows_per_s"] == 5.0
     assert b["mb_per_s"] == 1.0 and b["x_vs_pmr"] == 4.0 and b["x_vs_mariadb_binlog_vv"] == 0.25
     assert b["x_vs_pmr_cpu"] == 4.0
+
+
+def test_page_cache_warm_up_reads_every_byte_of_every_file(tmp_path) -> None:
+    from binlake.bench.runners import warm_page_cache
+
+    sizes = [0, 1, (1 << 20) + 3, 5]
+    paths = []
+    for i, n in enumerate(sizes):
+        p = tmp_path / f"bin.{i:06d}"
+        p.write_bytes(bytes(n))
+        paths.append(p)
+    # a chunk smaller than a file, so the loop must go round more than once
+    assert warm_page_cache(paths, chunk=4096) == sum(sizes)
+    assert warm_page_cache([], chunk=4096) == 0

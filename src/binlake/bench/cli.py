@@ -332,6 +332,7 @@ def run_benchmark(cfg: BenchConfig, echo: Echo = click.echo, server: Any = None)
         profile = profile_binlake(ctx, cfg.profile_dir, echo) if cfg.profile_dir else None
         config = {"scale": cfg.scale, "repeat": cfg.repeat, "seed": cfg.seed,
                   "tools": list(cfg.tools), "per_table": cfg.per_table,
+                  "page_cache": "the binlog files read through before every run (untimed)",
                   "url": (cfg.url.split("@")[-1] if cfg.url else None),
                   "annotate_rows": cfg.annotate if started else None,
                   "max_binlog_size": cfg.max_binlog_size if started else None,
