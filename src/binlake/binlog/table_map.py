@@ -126,6 +126,16 @@ class TableMapEvent(Event):
                                self.primary_key, self.primary_key_prefixes,
                                self.has_optional_metadata, self.row_decoders)
 
+    def renumbered(self, table_id: int, header: Any, file: str | None, offset: int,
+                   end: int) -> "TableMapEvent":
+        """The same map under another table id (the server opened the table again), met at
+        another place: a copy sharing its parse and compiled decoders, which depend on the
+        bytes after the id alone."""
+        return _make_table_map(header, file, offset, end, self.inner_index, table_id,
+                               self.flags, self.schema, self.table, self.columns,
+                               self.primary_key, self.primary_key_prefixes,
+                               self.has_optional_metadata, self.row_decoders)
+
     def with_columns(self, columns: list[ColumnInfo], primary_key: tuple[int, ...] | None,
                      row_decoders: dict[Any, Callable] | None = None) -> "TableMapEvent":
         """A copy with columns filled in by a schema resolver: a fresh decoder cache, or
