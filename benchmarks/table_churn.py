@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""Decoding a table the server keeps numbering anew, against the same rows without that.
+"""Decoding many tables, and a table the server keeps numbering anew, against one steady table.
 
 A server opens a table again under a new table id after FLUSH TABLES or an ALTER, and all the
 time when its table cache holds fewer tables than are in use; each transaction's TABLE_MAP
-then differs from the last one in its id alone. A throwaway MariaDB gets N transactions of
-five rows into a 12-column table with `FLUSH TABLES` after each (one binlog file), then N
-without (another file); each file is decoded `--repeat` times (`binlake decode --output null
---stats`, a process per run, alternating) and one JSON line gives the median wall seconds of
-each and their ratio.
+then differs from the last one in its id alone. A throwaway MariaDB gets three binlog files:
+N transactions of five rows into a 12-column table with `FLUSH TABLES` after each
+(`renumbered`), the same without (`steady`), and `--many-transactions` one-row
+transactions, each into one of `--tables` tables at random (`many_tables`). Each file is decoded `--repeat` times (`binlake
+decode --output null --stats`, a process per run, alternating) and one JSON line gives the
+median wall seconds of each.
 
-    python benchmarks/table_churn.py --transactions 3000 --repeat 5
+    python benchmarks/table_churn.py --transactions 3000 --tables 2000 --many-transactions 10000
 """
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -48,6 +50,27 @@ def write(server, transactions: int, flush: bool, base: int) -> Path:
     return server.binlog_dir / file
 
 
+def write_many(server, tables: int, transactions: int) -> Path:
+    """One binlog file of `transactions` one-row INSERTs, each into one of `tables` tables."""
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            for i in range(tables):
+                cur.execute(f"CREATE TABLE IF NOT EXISTS m{i} (id INT PRIMARY KEY, a INT, "
+                            "c VARCHAR(40), d DOUBLE, e DATETIME(6), f DECIMAL(12,3))")
+            cur.execute("FLUSH BINARY LOGS")
+            file = server.binlog_end()[0]
+            rng = random.Random(7)
+            for t in range(transactions):
+                cur.execute(f"INSERT INTO m{rng.randrange(tables)} VALUES "
+                            f"({t}, {t}, 'x', 1.5, '2024-01-02 03:04:05', 1.5)")
+                conn.commit()
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    return server.binlog_dir / file
+
+
 def decode_seconds(path: Path) -> tuple[float, int]:
     """(wall seconds, rows) of one `binlake decode --output null --stats` process."""
     t0 = time.perf_counter()
@@ -60,6 +83,8 @@ def decode_seconds(path: Path) -> tuple[float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--transactions", type=int, default=3000)
+    ap.add_argument("--tables", type=int, default=2000)
+    ap.add_argument("--many-transactions", type=int, default=10000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
@@ -71,20 +96,24 @@ def main() -> int:
             server.sql("DROP TABLE IF EXISTS ch", DDL)
             churned = write(server, args.transactions, True, 0)
             steady = write(server, args.transactions, False, 10 * 5 * args.transactions)
-            walls: dict[str, list[float]] = {"renumbered": [], "steady": []}
+            many = write_many(server, args.tables, args.many_transactions)
+            files = {"renumbered": (churned, 5 * args.transactions),
+                     "steady": (steady, 5 * args.transactions),
+                     "many_tables": (many, args.many_transactions)}
+            walls: dict[str, list[float]] = {name: [] for name in files}
             for _ in range(args.repeat):
-                for name, path in (("renumbered", churned), ("steady", steady)):
+                for name, (path, expected) in files.items():
                     wall, rows = decode_seconds(path)
-                    if rows != 5 * args.transactions:
-                        raise SystemExit(f"{name}: {rows} rows, expected {5 * args.transactions}")
+                    if rows != expected:
+                        raise SystemExit(f"{name}: {rows} rows, expected {expected}")
                     walls[name].append(wall)
         finally:
             server.stop()
     med = {k: statistics.median(v) for k, v in walls.items()}
-    print(json.dumps({"transactions": args.transactions, "rows": 5 * args.transactions,
-                      "renumbered_s": round(med["renumbered"], 3),
-                      "steady_s": round(med["steady"], 3),
-                      "ratio": round(med["renumbered"] / med["steady"], 2),
+    print(json.dumps({"transactions": args.transactions, "tables": args.tables,
+                      "many_transactions": args.many_transactions,
+                      **{f"{k}_s": round(v, 3) for k, v in med.items()},
+                      "renumbered_vs_steady": round(med["renumbered"] / med["steady"], 2),
                       "runs": {k: [round(w, 3) for w in v] for k, v in walls.items()}}))
     return 0
 

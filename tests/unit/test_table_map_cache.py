@@ -44,3 +44,17 @@ def test_any_other_difference_is_a_parse_of_its_own() -> None:
         assert other.columns is not first.columns
         assert other.row_decoders is not first.row_decoders
     assert dec._table_map(_body(19, 6, varchar_len=41), _base(500), 8).columns[1].meta == 41
+
+
+def test_a_full_cache_keeps_its_newer_half() -> None:
+    from binlake.recent import make_room
+
+    cache = {i: str(i) for i in range(10)}
+    make_room(cache, limit=11)  # room left: nothing goes
+    assert list(cache) == list(range(10))
+    make_room(cache, limit=10)
+    assert list(cache) == list(range(5, 10))
+    cache[10] = "10"
+    cache[5] = "again"  # (a key set again keeps its place)
+    make_room(cache, limit=6)
+    assert cache == {8: "8", 9: "9", 10: "10"}

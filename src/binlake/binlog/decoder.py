@@ -11,6 +11,7 @@ import struct
 import zlib
 from typing import Any, Callable, Iterator, Protocol
 
+from ..recent import make_room
 from ..versions import version_tuple
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
 from .constants import (
@@ -520,8 +521,7 @@ class BinlogDecoder:
                                     base["file"], base["offset"], base["end"])
         tm = decode_table_map(memoryview(body), base, post_header_len,
                               mariadb=self.fde is not None and self.fde.is_mariadb)
-        if len(self._tm_shapes) > 1024:
-            self._tm_shapes.clear()
+        make_room(self._tm_shapes)
         self._tm_shapes[shape] = tm
         return tm
 
@@ -535,8 +535,7 @@ class BinlogDecoder:
                 tm = cached.moved(base["header"], base["file"], base["offset"], base["end"])
             else:
                 tm = self._table_map(body, base, self._post_header_len(code, 8))
-                if len(self._tm_cache) > 1024:
-                    self._tm_cache.clear()
+                make_room(self._tm_cache)
                 self._tm_cache[body] = tm
             if self.table_resolver is not None:
                 tm = self.table_resolver.resolve(tm)

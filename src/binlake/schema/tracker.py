@@ -20,6 +20,7 @@ from ..binlog.constants import ColumnType as T
 from ..binlog.events import Event, GtidEvent, MariaGtidEvent, QueryEvent
 from ..binlog.table_map import NUMERIC_TYPES as BINLOG_NUMERIC, ColumnInfo, TableMapEvent
 from ..errors import SchemaDriftError, SchemaError
+from ..recent import make_room
 from . import ddl
 from .bootstrap import TableFilter, bootstrap, default_filter, refetch
 from .ddl import ApplyContext, DdlParseError, TableChange
@@ -256,11 +257,9 @@ class SchemaTracker:
                 if problems:
                     return self._drift(tm, key, table, problems)
                 out = first = fill(tm, table, history.collations)
-                if len(self._resolved) > 4096:
-                    self._resolved.clear()
+                make_room(self._resolved)
                 self._resolved[sig] = (table, first)
-        if len(self._by_parse) > 4096:
-            self._by_parse.clear()
+        make_room(self._by_parse)
         # the head catalog is kept only when `table` came from it: then a repeat at head
         # may take the first branch above
         self._by_parse[id(parse)] = (parse, table, names, first, cat if at_head else None)

@@ -90,6 +90,7 @@ from pyspark.sql.types import StructType
 
 from ..changes import ChangeRecord, float32_text, json_value
 from ..errors import BinlakeError
+from ..recent import make_room
 from ..replica.position import Position
 from ..replica.url import ServerURL
 from ..values import ABSENT, Geometry
@@ -644,8 +645,7 @@ class _ShapeGuard:
 
             out = tm.with_columns([replace(c, is_json=True) if i in self._json else c
                                    for i, c in enumerate(tm.columns)], tm.primary_key)
-        if len(self._seen) > 1024:
-            self._seen.clear()
+        make_room(self._seen)
         self._seen[id(parse)] = (parse, None if out is orig else out)
         return out
 

@@ -1,0 +1,20 @@
+"""Bounded caches that keep what is in use: full, they drop their older half, not all."""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+TABLE_CACHE = 16384
+"""Entries kept per table cache (parsed TABLE_MAPs, resolved schemas). Why so many: a server
+with more tables than a cache holds had every map parsed, its decoders compiled and its
+schema resolved again each time the cache was cleared; 2,000 tables written at random
+decoded in 1.0 s with 1,024 kept against 0.32 s with all kept. An entry costs little beside
+the map the decoder's `tables` holds anyway."""
+
+
+def make_room(cache: dict[Any, Any], limit: int = TABLE_CACHE) -> None:
+    """Room for one more entry: at `limit`, the older half goes (dicts keep insertion order),
+    so the entries of recent use stay rather than all being dropped at once."""
+    if len(cache) >= limit:
+        for key in list(itertools.islice(cache, len(cache) // 2)):
+            del cache[key]
