@@ -507,6 +507,17 @@ class BinlogDecoder:
         n = self.fde.post_header_len(code)
         return default if n is None else n
 
+    def _map_table(self, tm: TableMapEvent) -> None:
+        """Make `tm` the map of its table id, as the last one mapped (the C scanner moves a
+        repeat to the end too). Why bounded: a server that keeps numbering tables anew
+        would grow `tables` by an id per transaction for a whole binlog file. What goes is
+        the ids mapped longest ago: a rows event refers to a map of its own statement,
+        always among the last ones."""
+        tables = self.tables
+        if tables.pop(tm.table_id, None) is None:
+            make_room(tables)
+        tables[tm.table_id] = tm
+
     def _table_map(self, body: bytes, base: dict, post_header_len: int) -> TableMapEvent:
         """A TABLE_MAP whose bytes were not met before: parsed, or, when only its table id
         is new, the earlier map of the same bytes renumbered (sharing its parse and compiled
@@ -539,7 +550,7 @@ class BinlogDecoder:
                 self._tm_cache[body] = tm
             if self.table_resolver is not None:
                 tm = self.table_resolver.resolve(tm)
-            self.tables[tm.table_id] = tm
+            self._map_table(tm)
             return [tm]
         simple = _SIMPLE.get(code)
         if simple is not None:

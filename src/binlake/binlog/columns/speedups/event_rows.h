@@ -143,6 +143,18 @@ static inline PyObject *scan_opt(int present, uint64_t v) {
    a small transaction has one per table, and the Python way cost ~4.5 us each (more with
    a resolver). 1 and *out, 0: the general path, -1: an error (the resolver's too: a map
    that does not match the schema history fails here as it would there). */
+/* tables[tid] = map as the last one mapped (deleted first if there), as decoder.py's
+   _map_table: the decoder bounds `tables` by dropping the ids mapped longest ago, so a repeat
+   must count as recent. (Only the general path adds new ids and makes room: this one maps
+   ids of cached bodies, no more of them than the cache holds.) 0, or -1 with an error. */
+static int map_last(PyObject *tables, PyObject *tid, PyObject *map) {
+    if (PyDict_DelItem(tables, tid) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+        PyErr_Clear();
+    }
+    return PyDict_SetItem(tables, tid, map);
+}
+
 static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
                           Py_ssize_t size, long long offset, PyObject *file, int tail,
                           int verify, PyObject **out) {
@@ -169,7 +181,7 @@ static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos
         if (*out == NULL) {
             rc = PyErr_Occurred() ? -1 : 0;
         } else if ((tid = PyObject_GetAttr(*out, s_table_id)) == NULL
-                   || PyDict_SetItem(s->tables, tid, *out) < 0) {
+                   || map_last(s->tables, tid, *out) < 0) {
             Py_CLEAR(*out);
         } else {
             rc = 1;
