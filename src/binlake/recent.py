@@ -5,9 +5,9 @@ import itertools
 from typing import Any
 
 TABLE_CACHE = 16384
-"""Entries kept per table cache (parsed TABLE_MAPs, resolved schemas). Why so many: a server
-with more tables than a cache holds had every map parsed, its decoders compiled and its
-schema resolved again each time the cache was cleared: 10,000 one-row transactions over
+"""Entries kept per table cache (the decoder's parsed TABLE_MAPs and its map of table ids,
+the snapshot's checked maps). Why so many: a server with more tables than a cache holds had
+every map parsed and its decoders compiled again each time the cache was cleared: 10,000 one-row transactions over
 2,000 tables (benchmarks/table_churn.py) decoded in 0.71 s with 1,024 kept and cleared when
 full, 0.34 s now. An entry costs little beside the map the decoder's `tables` holds anyway."""
 

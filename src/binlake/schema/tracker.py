@@ -30,6 +30,11 @@ from .model import (
     NUMERIC_TYPES, TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
 )
 
+_RESOLVED_CACHE = 4096
+"""Resolved maps kept (`_resolved`, `_by_parse`); full, the older half goes. Fewer than the
+decoder's TABLE_CACHE: an entry may hold the head catalog of its time, and a catalog
+is remade at every DDL."""
+
 ON_DRIFT = ("error", "rebootstrap", "trust_binlog")
 
 # MariaDB two-phase ALTER (binlog_alter_two_phase): Q_GTID_FLAGS3 bits of the QUERY event
@@ -257,9 +262,9 @@ class SchemaTracker:
                 if problems:
                     return self._drift(tm, key, table, problems)
                 out = first = fill(tm, table, history.collations)
-                make_room(self._resolved)
+                make_room(self._resolved, _RESOLVED_CACHE)
                 self._resolved[sig] = (table, first)
-        make_room(self._by_parse)
+        make_room(self._by_parse, _RESOLVED_CACHE)
         # the head catalog is kept only when `table` came from it: then a repeat at head
         # may take the first branch above
         self._by_parse[id(parse)] = (parse, table, names, first, cat if at_head else None)

@@ -135,14 +135,6 @@ static inline PyObject *scan_opt(int present, uint64_t v) {
     return PyLong_FromUnsignedLongLong(v);
 }
 
-/* A TABLE_MAP (19) seen before in this decoder: its bytes (the body) are the key of the
-   decoder's cache of parsed maps, and the event is the cached map moved to this place, as
-   decoder.py's _dispatch does (TableMapEvent.moved: a copy sharing the parse and compiled
-   decoders), given to the schema resolver if there is one, made the decoder's map of its
-   table id. A map not in the cache goes the general way, which parses and caches it. Why:
-   a small transaction has one per table, and the Python way cost ~4.5 us each (more with
-   a resolver). 1 and *out, 0: the general path, -1: an error (the resolver's too: a map
-   that does not match the schema history fails here as it would there). */
 /* tables[tid] = map as the last one mapped (deleted first if there), as decoder.py's
    _map_table: the decoder bounds `tables` by dropping the ids mapped longest ago, so a repeat
    must count as recent. (Only the general path adds new ids and makes room: this one maps
@@ -155,6 +147,14 @@ static int map_last(PyObject *tables, PyObject *tid, PyObject *map) {
     return PyDict_SetItem(tables, tid, map);
 }
 
+/* A TABLE_MAP (19) seen before in this decoder: its bytes (the body) are the key of the
+   decoder's cache of parsed maps, and the event is the cached map moved to this place, as
+   decoder.py's _dispatch does (TableMapEvent.moved: a copy sharing the parse and compiled
+   decoders), given to the schema resolver if there is one, made the decoder's map of its
+   table id. A map not in the cache goes the general way, which parses and caches it. Why:
+   a small transaction has one per table, and the Python way cost ~4.5 us each (more with
+   a resolver). 1 and *out, 0: the general path, -1: an error (the resolver's too: a map
+   that does not match the schema history fails here as it would there). */
 static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
                           Py_ssize_t size, long long offset, PyObject *file, int tail,
                           int verify, PyObject **out) {
