@@ -6,9 +6,9 @@ time when its table cache holds fewer tables than are in use; each transaction's
 then differs from the last one in its id alone. A throwaway MariaDB gets three binlog files:
 N transactions of five rows into a 12-column table with `FLUSH TABLES` after each
 (`renumbered`), the same without (`steady`), and `--many-transactions` one-row
-transactions, each into one of `--tables` tables at random (`many_tables`). Each file is decoded `--repeat` times (`binlake
-decode --output null --stats`, a process per run, alternating) and one JSON line gives the
-median wall seconds of each.
+transactions, each into one of `--tables` tables at random (`many_tables`). Each file is
+decoded `--repeat` times (`binlake decode --output null --stats`, a process per run,
+alternating) and one JSON line gives the median wall seconds of each.
 
     python benchmarks/table_churn.py --transactions 3000 --tables 2000 --many-transactions 10000
 """
@@ -23,52 +23,46 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 DDL = ("CREATE TABLE ch (id INT PRIMARY KEY, a INT, b BIGINT, c VARCHAR(40), d DOUBLE, "
        "e DATETIME(6), f DECIMAL(12,3), g TEXT, h TINYINT, i DATE, "
        "j VARCHAR(10) CHARACTER SET latin1, k SMALLINT)")
 
 
-def write(server, transactions: int, flush: bool, base: int) -> Path:
-    """One binlog file of `transactions` five-row INSERTs; FLUSH TABLES after each if asked."""
+def one_file(server, transactions: Iterator[list[str]]) -> Path:
+    """A binlog file of its own holding these transactions (each: its statements, then a
+    commit)."""
     conn = server.connect()
     try:
         with conn.cursor() as cur:
             cur.execute("FLUSH BINARY LOGS")
             file = server.binlog_end()[0]
-            for t in range(transactions):
-                rows = ",".join(
-                    f"({base + 5 * t + k}, {k}, {t}, 'name {t}', 1.5, '2024-01-02 03:04:05.6', "
-                    f"12.5, 'text', 1, '2024-01-01', 'x', 7)" for k in range(5))
-                cur.execute("INSERT INTO ch VALUES " + rows)
+            for statements in transactions:
+                for sql in statements:
+                    cur.execute(sql)
                 conn.commit()
-                if flush:
-                    cur.execute("FLUSH TABLES ch")
             cur.execute("FLUSH BINARY LOGS")
     finally:
         conn.close()
     return server.binlog_dir / file
 
 
-def write_many(server, tables: int, transactions: int) -> Path:
-    """One binlog file of `transactions` one-row INSERTs, each into one of `tables` tables."""
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            for i in range(tables):
-                cur.execute(f"CREATE TABLE IF NOT EXISTS m{i} (id INT PRIMARY KEY, a INT, "
-                            "c VARCHAR(40), d DOUBLE, e DATETIME(6), f DECIMAL(12,3))")
-            cur.execute("FLUSH BINARY LOGS")
-            file = server.binlog_end()[0]
-            rng = random.Random(7)
-            for t in range(transactions):
-                cur.execute(f"INSERT INTO m{rng.randrange(tables)} VALUES "
-                            f"({t}, {t}, 'x', 1.5, '2024-01-02 03:04:05', 1.5)")
-                conn.commit()
-            cur.execute("FLUSH BINARY LOGS")
-    finally:
-        conn.close()
-    return server.binlog_dir / file
+def one_table(transactions: int, flush: bool, base: int) -> Iterator[list[str]]:
+    """Five-row INSERTs into `ch`; FLUSH TABLES after each if asked (a new table id each)."""
+    for t in range(transactions):
+        rows = ",".join(f"({base + 5 * t + k}, {k}, {t}, 'name {t}', 1.5, "
+                        f"'2024-01-02 03:04:05.6', 12.5, 'text', 1, '2024-01-01', 'x', 7)"
+                        for k in range(5))
+        yield ["INSERT INTO ch VALUES " + rows] + (["FLUSH TABLES ch"] if flush else [])
+
+
+def many_tables(tables: int, transactions: int) -> Iterator[list[str]]:
+    """One-row INSERTs, each into one of `tables` tables (m0, m1, ...) at random."""
+    rng = random.Random(7)
+    for t in range(transactions):
+        yield [f"INSERT INTO m{rng.randrange(tables)} VALUES "
+               f"({t}, {t}, 'x', 1.5, '2024-01-02 03:04:05', 1.5)"]
 
 
 def decode_seconds(path: Path) -> tuple[float, int]:
@@ -93,10 +87,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="binlake-churn-") as tmp:
         server = DevServer(Path(tmp)).start()
         try:
-            server.sql("DROP TABLE IF EXISTS ch", DDL)
-            churned = write(server, args.transactions, True, 0)
-            steady = write(server, args.transactions, False, 10 * 5 * args.transactions)
-            many = write_many(server, args.tables, args.many_transactions)
+            server.sql("DROP TABLE IF EXISTS ch", DDL,
+                       *(f"CREATE TABLE m{i} (id INT PRIMARY KEY, a INT, c VARCHAR(40), "
+                         "d DOUBLE, e DATETIME(6), f DECIMAL(12,3))" for i in range(args.tables)))
+            churned = one_file(server, one_table(args.transactions, True, 0))
+            steady = one_file(server, one_table(args.transactions, False,
+                                                10 * 5 * args.transactions))
+            many = one_file(server, many_tables(args.tables, args.many_transactions))
             files = {"renumbered": (churned, 5 * args.transactions),
                      "steady": (steady, 5 * args.transactions),
                      "many_tables": (many, args.many_transactions)}

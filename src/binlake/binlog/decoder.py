@@ -527,7 +527,7 @@ class BinlogDecoder:
         id_len = 4 if post_header_len == 6 else 6
         shape = bytes(body[id_len:])
         known = self._tm_shapes.get(shape)
-        if known is not None and len(body) > id_len:
+        if known is not None:
             return known.renumbered(int.from_bytes(body[:id_len], "little"), base["header"],
                                     base["file"], base["offset"], base["end"])
         tm = decode_table_map(memoryview(body), base, post_header_len,
