@@ -141,10 +141,6 @@ _LAZY_COMMANDS = {
 `stream` run should not pay for importing the benchmark harness or the Spark glue)."""
 
 
-def run() -> None:  # pragma: no cover
-    main()
-
-
 def run(args: list[str] | None = None) -> None:
     """The `binlake` command: main(), then the interpreter's exit with every object there is
     frozen (gc.freeze). Why: the collections of Python's exit walk every object of every
