@@ -25,13 +25,28 @@ MARIADB = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.0000
 ENCRYPTED = "generated-mariadb-10.11/mariadb-10.11.19-encrypted-row-full-crc32.000001"
 
 
-FOLDS = pytest.mark.parametrize("wide", [True, False], ids=["vpclmul", "clmul"])
+def _fold_widths() -> list[int]:
+    """The CRC32 fold widths this CPU runs: 128 bits (PCLMULQDQ, or the table without it),
+    256 (VPCLMULQDQ with AVX2) and 512 (with AVX-512) where it has them."""
+    if _speedups is None or not hasattr(_speedups, "crc32_set_simd"):
+        return [128]
+    have = []
+    for width in (128, 256, 512):
+        try:
+            before = _speedups.crc32_set_simd(width)
+        except ValueError:
+            continue
+        _speedups.crc32_set_simd(before)
+        have.append(width)
+    return have
+
+
+FOLDS = pytest.mark.parametrize("wide", _fold_widths(), ids=lambda w: f"{w}-bit")
 
 
 @contextmanager
-def crc_folds(wide: bool) -> Iterator[None]:
-    """The 512-bit fold (VPCLMULQDQ, where the CPU has it; elsewhere both settings take the
-    128-bit one) or the 128-bit one."""
+def crc_folds(wide: int) -> Iterator[None]:
+    """The folds of at most `wide` bits (crc32_set_simd), for the test's duration."""
     before = _speedups.crc32_set_simd(wide)
     try:
         yield
@@ -39,10 +54,20 @@ def crc_folds(wide: bool) -> Iterator[None]:
         _speedups.crc32_set_simd(before)
 
 
+def test_a_fold_width_the_cpu_lacks_is_refused() -> None:
+    widest = max(_fold_widths())
+    with crc_folds(True):  # True: the widest the CPU has
+        assert _speedups.crc32_set_simd(widest) == widest
+    with pytest.raises(ValueError, match="bit folds"):
+        _speedups.crc32_set_simd(1024)
+    with pytest.raises(ValueError, match="bit folds"):
+        _speedups.crc32_set_simd(widest * 2 if widest < 512 else 1024)
+
+
 @FOLDS
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=1200), st.integers(0, 2**32 - 1), st.integers(0, 15))
-def test_crc32_is_zlibs(wide: bool, data: bytes, value: int, skip: int) -> None:
+def test_crc32_is_zlibs(wide: int, data: bytes, value: int, skip: int) -> None:
     view = memoryview(data)[skip:]  # (unaligned starts: a view, not a copy)
     with crc_folds(wide):
         assert _speedups.crc32(view) == zlib.crc32(view)
@@ -50,7 +75,7 @@ def test_crc32_is_zlibs(wide: bool, data: bytes, value: int, skip: int) -> None:
 
 
 @FOLDS
-def test_crc32_of_long_buffers(wide: bool) -> None:
+def test_crc32_of_long_buffers(wide: int) -> None:
     rng = random.Random(7)
     lengths = (64, 127, 128, 129, 255, 256, 257, 271, 511, 512, 513, 767, 768, 4096 + 13,
                1 << 20, (1 << 20) + 77)
@@ -63,7 +88,7 @@ def test_crc32_of_long_buffers(wide: bool) -> None:
 
 
 @FOLDS
-def test_crc32_every_length_to_1100(wide: bool) -> None:
+def test_crc32_every_length_to_1100(wide: int) -> None:
     """Each length through each fold's boundaries (64, 128, 256 bytes and the 16-byte
     tail), from an odd address and with a carried-in value."""
     rng = random.Random(11)

@@ -91,8 +91,8 @@ static PyMethodDef module_methods[] = {
     {"utf8_set_simd", utf8_set_simd, METH_O,
      "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
     {"crc32_set_simd", crc32_set_simd, METH_O,
-     "crc32_set_simd(on) -> the setting before: VPCLMULQDQ folds or not (where the CPU has "
-     "them), for tests."},
+     "crc32_set_simd(width) -> the width before: the widest CRC32 fold, 128, 256 or 512 bits "
+     "(True: the widest the CPU has, False: 128), for tests."},
     {"crc32", crc32_py, METH_VARARGS,
      "crc32(data, value=0) -> int: zlib's CRC32 (VPCLMULQDQ or PCLMULQDQ when the CPU has it)."},
     {"configure", configure, METH_VARARGS,

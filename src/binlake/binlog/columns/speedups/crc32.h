@@ -10,7 +10,9 @@
  * polynomial 0x104C11DB7, as the paper derives them (eight lanes folded by x^1056 and
  * x^992 while 128 bytes are left). With VPCLMULQDQ and AVX-512 (crc32_vpclmul) sixteen
  * lanes in four 512-bit registers are folded by x^2080 and x^2016 while 256 bytes are left, 4x
- * the 128-bit folds' speed (BINLAKE_SIMD=0 or avx2 keeps to those). Anything shorter than
+ * the 128-bit folds' speed; with VPCLMULQDQ and AVX2 (crc32_vpclmul256: AMD Zen 3, Intel
+ * Alder Lake) the eight lanes in four 256-bit registers (BINLAKE_SIMD=0 keeps to the
+ * 128-bit folds, avx2 to 256 bits at most). Anything shorter than
  * 64 bytes, the last 0-15 bytes and a CPU without the instruction take the table (slicing
  * by 8 bytes).
  *
@@ -21,9 +23,10 @@
 
 static uint32_t CRC_TABLE[8][256];
 static int g_crc_clmul = 0;  /* set at import: the CPU has PCLMULQDQ and SSE4.1 */
-/* set at import: the CPU has VPCLMULQDQ and AVX-512F (and BINLAKE_SIMD does not stop at
-   AVX2); crc32_set_simd changes it, for tests */
-static int g_crc_vpclmul = 0, g_crc_vpclmul_cpu = 0;
+/* The widest fold in use, in bits: 512 (VPCLMULQDQ and AVX-512F), 256 (VPCLMULQDQ and
+   AVX2) or 128; set at import from the CPU (g_crc_wide_cpu) and BINLAKE_SIMD, changed by
+   crc32_set_simd for tests. */
+static int g_crc_wide = 128, g_crc_wide_cpu = 128;
 
 static void crc32_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
@@ -37,10 +40,13 @@ static void crc32_init(void) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(BINLAKE_NO_SIMD)
     __builtin_cpu_init();
     g_crc_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-    g_crc_vpclmul_cpu = g_crc_clmul && __builtin_cpu_supports("vpclmulqdq")
-                        && __builtin_cpu_supports("avx512f");
+    if (g_crc_clmul && __builtin_cpu_supports("vpclmulqdq"))
+        g_crc_wide_cpu = __builtin_cpu_supports("avx512f") ? 512
+                         : __builtin_cpu_supports("avx2") ? 256 : 128;
     const char *env = getenv("BINLAKE_SIMD");
-    g_crc_vpclmul = g_crc_vpclmul_cpu && !(env != NULL && (env[0] == '0' || strcmp(env, "avx2") == 0));
+    g_crc_wide = g_crc_wide_cpu;
+    if (env != NULL && env[0] == '0') g_crc_wide = 128;
+    else if (env != NULL && strcmp(env, "avx2") == 0 && g_crc_wide > 256) g_crc_wide = 256;
 #endif
 }
 
@@ -162,6 +168,39 @@ VCLMUL_TARGET static uint32_t crc32_vpclmul(uint32_t c, const uint8_t *p, size_t
                              _mm512_extracti32x4_epi32(z3, 2), _mm512_extracti32x4_epi32(z3, 3),
                              p, n);
 }
+
+#define VCLMUL256_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
+
+/* 32 bytes (two 128-bit lanes) of x folded forward by k's distance onto d */
+VCLMUL256_TARGET static inline __m256i vclmul256_fold(__m256i x, __m256i k, __m256i d) {
+    return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
+                                             _mm256_clmulepi64_epi128(x, k, 0x11)), d);
+}
+
+/* crc32_clmul with VPCLMULQDQ on 256-bit registers, for CPUs that have it without AVX-512:
+   crc32_clmul's eight lanes (x^1056 and x^992, 128 bytes a round) in four registers, half
+   the multiply instructions, then folded into four 128-bit lanes for crc32_clmul_lanes;
+   n >= 128 and a multiple of 16. Why: a replica checks every event on its decoding thread,
+   7% of a live `large` stream's time on such a CPU with the 128-bit folds. */
+VCLMUL256_TARGET static uint32_t crc32_vpclmul256(uint32_t c, const uint8_t *p, size_t n) {
+    const __m256i k8 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x14a7fe880LL, 0x1e88ef372LL));
+    const __m256i k4 = _mm256_broadcastsi128_si256(_mm_set_epi64x(CRC_K512));
+#define LOAD32(i) _mm256_loadu_si256((const __m256i *)(p + 32 * (i)))
+    __m256i y0 = LOAD32(0), y1 = LOAD32(1), y2 = LOAD32(2), y3 = LOAD32(3);
+    y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)c)));
+    for (p += 128, n -= 128; n >= 128; n -= 128, p += 128) {
+        y0 = vclmul256_fold(y0, k8, LOAD32(0));
+        y1 = vclmul256_fold(y1, k8, LOAD32(1));
+        y2 = vclmul256_fold(y2, k8, LOAD32(2));
+        y3 = vclmul256_fold(y3, k8, LOAD32(3));
+    }
+#undef LOAD32
+    /* the first 64 bytes' lanes folded onto the last 64's, 512 bits on */
+    y2 = vclmul256_fold(y0, k4, y2);
+    y3 = vclmul256_fold(y1, k4, y3);
+    return crc32_clmul_lanes(_mm256_castsi256_si128(y2), _mm256_extracti128_si256(y2, 1),
+                             _mm256_castsi256_si128(y3), _mm256_extracti128_si256(y3, 1), p, n);
+}
 #endif
 
 /* zlib's crc32(crc, p, n): the checksum of the bytes after those `crc` covers. */
@@ -170,7 +209,9 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(BINLAKE_NO_SIMD)
     if (g_crc_clmul && n >= 64) {
         size_t bulk = n & ~(size_t)15;
-        c = g_crc_vpclmul && n >= 256 ? crc32_vpclmul(c, p, bulk) : crc32_clmul(c, p, bulk);
+        c = g_crc_wide == 512 && n >= 256 ? crc32_vpclmul(c, p, bulk)
+            : g_crc_wide >= 256 && n >= 128 ? crc32_vpclmul256(c, p, bulk)
+            : crc32_clmul(c, p, bulk);
         p += bulk;
         n -= bulk;
     }
@@ -195,14 +236,25 @@ static PyObject *crc32_py(PyObject *mod, PyObject *args) {
     return PyLong_FromUnsignedLong(c);
 }
 
-/* crc32_set_simd(on) -> bool: the 512-bit folds used or not (only where the CPU has them),
-   returning the setting before; for tests, to run both paths the CPU has. */
+/* crc32_set_simd(width) -> the width before: the widest fold to use, 128, 256 or 512 bits
+   (ValueError for one the CPU lacks); True: the widest the CPU has, False: 128. For tests,
+   to run each path the CPU has. */
 static PyObject *crc32_set_simd(PyObject *mod, PyObject *arg) {
-    int on = PyObject_IsTrue(arg);
-    if (on < 0) return NULL;
-    int before = g_crc_vpclmul;
-    g_crc_vpclmul = on && g_crc_vpclmul_cpu;
-    return PyBool_FromLong(before);
+    int before = g_crc_wide, width;
+    if (PyBool_Check(arg)) {
+        width = arg == Py_True ? g_crc_wide_cpu : 128;
+    } else {
+        long w = PyLong_AsLong(arg);
+        if (w == -1 && PyErr_Occurred()) return NULL;
+        if ((w != 128 && w != 256 && w != 512) || w > g_crc_wide_cpu) {
+            PyErr_Format(PyExc_ValueError, "no %ld-bit folds on this CPU (widest: %d)", w,
+                         g_crc_wide_cpu);
+            return NULL;
+        }
+        width = (int)w;
+    }
+    g_crc_wide = width;
+    return PyLong_FromLong(before);
 }
 
 #endif  /* BINLAKE_SPEEDUPS_CRC32_H */
