@@ -1,7 +1,6 @@
 """The `binlake` command line."""
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from pathlib import Path
@@ -141,17 +140,5 @@ _LAZY_COMMANDS = {
 `stream` run should not pay for importing the benchmark harness or the Spark glue)."""
 
 
-def run(args: list[str] | None = None) -> None:
-    """The `binlake` command: main(), then the interpreter's exit with every object there is
-    frozen (gc.freeze). Why: the collections of Python's exit walk every object of every
-    module imported, about 13 ms of each command (a small decode's whole teardown). Nothing
-    binlake writes is left for them to close: files are closed by their `with` blocks,
-    checkpoints fsynced, spools removed, and stdout is flushed by the exit itself."""
-    try:
-        main(args)
-    finally:
-        gc.freeze()
-
-
 if __name__ == "__main__":  # pragma: no cover
-    run()
+    main()

@@ -252,26 +252,3 @@ def test_jobs_cut_one_big_file(corpus_dir: Path) -> None:
     want, got = run("decode", big), run("decode", "--jobs", "2", big)
     assert got.exit_code == want.exit_code == 0 and len(want.output) > 32 << 20
     assert got.output == want.output
-
-
-def test_the_console_script_exits_as_main_with_its_objects_frozen(tmp_path: Path) -> None:
-    """cli.run (the `binlake` script): main()'s exit status, success or failure, and every
-    object frozen out of the exit's garbage collections (gc.freeze)."""
-    import gc
-
-    import pytest
-
-    from binlake.cli import run as console_script
-
-    gc.unfreeze()
-    try:
-        with pytest.raises(SystemExit) as ok:
-            console_script(["--version"])
-        assert ok.value.code == 0 and gc.get_freeze_count() > 0
-        gc.unfreeze()
-        assert gc.get_freeze_count() == 0
-        with pytest.raises(SystemExit) as bad:
-            console_script(["decode", str(tmp_path / "no-such-binlog")])
-        assert bad.value.code == 2 and gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
