@@ -332,6 +332,27 @@ def test_a_dropped_window_is_let_go_of_and_reads_the_same(tmp_path: Path) -> Non
         rest.close()
 
 
+def test_only_a_read_only_mapping_can_be_dropped(tmp_path: Path) -> None:
+    """MADV_DONTNEED would empty a heap buffer or a private (copy) mapping: submit refuses
+    any drop but a read-only view of an mmap, and takes nothing from the refused call."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    heap = bytearray(path.read_bytes())
+    ahead = _speedups.CrcAhead(0)
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) as copy:
+        views = [memoryview(heap), memoryview(copy)]
+        for bad in (heap, bytes(heap), *views):
+            with pytest.raises(TypeError, match="read-only memoryview of an mmap"):
+                ahead.submit(bytes(64), 0, bad)
+        for view in views:
+            view.release()
+        copy.close()  # (no buffer of it was kept by the refused calls)
+    assert heap == path.read_bytes()
+    ahead.submit(bytes(64), 0)  # a slot is still free: the refused calls took none
+    ahead.wait()
+    ahead.close()
+
+
 def test_a_forked_child_lets_its_copy_go() -> None:
     """A fork while a file is read (a worker pool started then): the child's copy has no
     thread behind it; dropping it must neither hang nor touch the parent's."""

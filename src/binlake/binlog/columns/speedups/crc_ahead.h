@@ -199,6 +199,16 @@ static PyObject *CrcAhead_submit(CrcAhead *self, PyObject *args) {
     if (PyObject_GetBuffer(obj, &s->view, PyBUF_SIMPLE) < 0) return NULL;
     s->has_drop = 0;
     if (drop != Py_None) {
+        /* Only a read-only view of an mmap: there MADV_DONTNEED cannot change a byte (a
+           file's page is mapped anew from the page cache). A private or heap buffer would
+           lose its contents. */
+        if (!PyMemoryView_Check(drop) || PyMemoryView_GET_BUFFER(drop)->readonly == 0 ||
+            PyMemoryView_GET_BASE(drop) == NULL ||
+            strcmp(Py_TYPE(PyMemoryView_GET_BASE(drop))->tp_name, "mmap.mmap") != 0) {
+            PyBuffer_Release(&s->view);
+            PyErr_SetString(PyExc_TypeError, "drop must be a read-only memoryview of an mmap");
+            return NULL;
+        }
         if (PyObject_GetBuffer(drop, &s->drop, PyBUF_SIMPLE) < 0) {
             PyBuffer_Release(&s->view);
             return NULL;
