@@ -40,6 +40,9 @@ typedef struct {
     ColOp *ops;
     int json;            /* built with fmt/key per column: json() and json_many() work */
     Buf out;
+    int32_t *widths;     /* skip_row's plan, per present column: a fixed width (>= 0) or
+                            minus the bytes of a length prefix; NULL if a column's width
+                            only its Python decoder knows (OP_POSCALL) */
 } RowDecoder;
 
 /* configured once from Python: see configure() */
