@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class Event:
+    """Every decoded event: its header, where it lies (file, offset, end) and, for an event
+    unpacked from a transaction payload, its place inside it."""
+
     header: EventHeader
     file: str | None
     offset: int
@@ -60,6 +63,9 @@ class Event:
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class FormatDescriptionEvent(Event):
+    """A binlog file's first event: the server version, header and post-header lengths and
+    the checksum algorithm, which decide how every later event is read."""
+
     binlog_version: int
     server_version: str
     create_timestamp: int
@@ -85,6 +91,9 @@ class FormatDescriptionEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RotateEvent(Event):
+    """The primary moves on to `next_file` at `position` (a real rotation, or the fake
+    first event of a dump that names the file being streamed)."""
+
     next_file: str
     position: int
 
@@ -94,11 +103,15 @@ class RotateEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class StopEvent(Event):
+    """The server stopped cleanly: the last event of its binlog file."""
+
     pass
 
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class QueryEvent(Event):
+    """A statement: DDL, BEGIN/COMMIT, XA statements, or statement-based DML."""
+
     thread_id: int
     exec_time: int
     error_code: int
@@ -116,6 +129,8 @@ class QueryEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class XidEvent(Event):
+    """The commit of a transactional event group, with its XID."""
+
     xid: int
 
     def summary(self) -> dict[str, Any]:
@@ -124,6 +139,8 @@ class XidEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class IntvarEvent(Event):
+    """LAST_INSERT_ID or INSERT_ID for the next statement (statement-based logging)."""
+
     kind: str  # LAST_INSERT_ID | INSERT_ID
     value: int
 
@@ -133,6 +150,8 @@ class IntvarEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RandEvent(Event):
+    """RAND() seeds for the next statement (statement-based logging)."""
+
     seed1: int
     seed2: int
 
@@ -142,6 +161,8 @@ class RandEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class UserVarEvent(Event):
+    """A user variable the next statement reads (statement-based logging)."""
+
     name: str
     value: Any
     value_type: str | None
@@ -154,6 +175,8 @@ class UserVarEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class IncidentEvent(Event):
+    """The primary says something happened that replicas cannot repeat (a lost event)."""
+
     incident: int
     message: str
 
@@ -163,6 +186,8 @@ class IncidentEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class HeartbeatEvent(Event):
+    """A primary's keep-alive while its binlog is idle: where it stands, no data."""
+
     log_file: str
     log_pos: int
 
@@ -172,6 +197,8 @@ class HeartbeatEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class RowsQueryEvent(Event):
+    """MySQL's text of the statement behind the rows events that follow."""
+
     query: str
 
     def summary(self) -> dict[str, Any]:
@@ -180,6 +207,8 @@ class RowsQueryEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class AnnotateRowsEvent(Event):
+    """MariaDB's text of the statement behind the rows events that follow."""
+
     query: str
 
     def summary(self) -> dict[str, Any]:
@@ -219,6 +248,8 @@ class GtidEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class PreviousGtidsEvent(Event):
+    """MySQL: the GTID set in the binlog files before this one."""
+
     gtid_set: str
 
     def summary(self) -> dict[str, Any]:
@@ -268,6 +299,8 @@ class MariaGtidEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class MariaGtidListEvent(Event):
+    """MariaDB: the last GTID of each domain in the binlog files before this one."""
+
     gtids: list[tuple[int, int, int]]  # (domain, server, seq)
     flags: int = 0
 
@@ -277,6 +310,8 @@ class MariaGtidListEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class BinlogCheckpointEvent(Event):
+    """MariaDB: the oldest binlog file crash recovery may still need."""
+
     binlog_file: str
 
     def summary(self) -> dict[str, Any]:
@@ -285,6 +320,8 @@ class BinlogCheckpointEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class StartEncryptionEvent(Event):
+    """MariaDB: the events after this one are encrypted with this scheme and key."""
+
     scheme: int
     key_version: int
     nonce: bytes
@@ -295,6 +332,8 @@ class StartEncryptionEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class XaPrepareEvent(Event):
+    """MySQL: XA PREPARE (or COMMIT ... ONE PHASE) ends this event group."""
+
     one_phase: bool
     format_id: int
     gtrid: bytes
@@ -307,6 +346,8 @@ class XaPrepareEvent(Event):
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)
 class TransactionPayloadEvent(Event):
+    """MySQL 8.0.20+: a compressed transaction; its inner events follow it."""
+
     compression: str
     payload_size: int
     uncompressed_size: int

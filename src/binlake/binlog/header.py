@@ -12,6 +12,8 @@ _HEADER = struct.Struct("<IBIIIH")
 
 @dataclass(frozen=True, slots=True)
 class EventHeader:
+    """The 19-byte common header every binlog event starts with."""
+
     timestamp: int
     type_code: int
     server_id: int

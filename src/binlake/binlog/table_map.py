@@ -92,6 +92,9 @@ class ColumnInfo:
 
 @dataclass(slots=True, kw_only=True)
 class TableMapEvent(Event):
+    """TABLE_MAP: the table id, schema, name and column types (with optional metadata)
+    that the rows events after it refer to."""
+
     table_id: int
     flags: int
     schema: str

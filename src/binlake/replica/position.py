@@ -31,6 +31,9 @@ MAX_DUMP_POS = 0xFFFFFFFF
 
 @dataclass(frozen=True, slots=True)
 class Position:
+    """Where a stream stands: an event group's boundary (file and offset, with the GTID state
+    there) and how many records of the transaction at it were already passed on."""
+
     file: str | None = None
     pos: int = 4
     gtid_set: str | None = None
