@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,6 +275,7 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
     out, then its error, and nothing after it: as in order. A file whose pieces do not
     join up (see files.find_group_start) is decoded again whole."""
     import multiprocessing
+    import tempfile  # (here, as shutil in _copy_out: ~10 ms of imports one process skips)
     from concurrent.futures import Future, ProcessPoolExecutor
 
     if spec.schema_history is not None:
@@ -341,6 +340,8 @@ def _copy_out(spool: str, out: TextIO) -> None:
     with open(spool, "rb") as fh:
         if raw is not None:
             out.flush()
+            import shutil
+
             shutil.copyfileobj(fh, raw, 1 << 20)
             raw.flush()
         else:
