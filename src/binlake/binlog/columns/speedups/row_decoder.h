@@ -96,44 +96,8 @@ static PyObject *RowDecoder_json_many(RowDecoder *self, PyObject *args) { return
  * A replica that filters tables still has to know how many rows each skipped event holds
  * (a resume inside a transaction skips a count of rows that must not depend on the filter);
  * walking the images by their widths costs a fraction of building their values. */
-static int skip_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
-                      Py_ssize_t *pp) {
-    Py_ssize_t p = *pp, len;
-    switch (op->op) {
-    case OP_INT: case OP_ENUM: case OP_SET: case OP_BIT: NEEDI(op->a); p += op->a; break;
-    case OP_FLOAT: NEEDI(4); p += 4; break;
-    case OP_DOUBLE: NEEDI(8); p += 8; break;
-    case OP_YEAR: NEEDI(1); p += 1; break;
-    case OP_DATE: NEEDI(3); p += 3; break;
-    case OP_DATETIME2: NEEDI(5 + FRAC_BYTES[op->a]); p += 5 + FRAC_BYTES[op->a]; break;
-    case OP_TIMESTAMP2: NEEDI(4 + FRAC_BYTES[op->a]); p += 4 + FRAC_BYTES[op->a]; break;
-    case OP_TIME2: NEEDI(3 + FRAC_BYTES[op->a]); p += 3 + FRAC_BYTES[op->a]; break;
-    case OP_DECIMAL: {
-        int intg = op->a - op->b;
-        int size = DIG2BYTES[intg % 9] + 4 * (intg / 9 + op->b / 9) + DIG2BYTES[op->b % 9];
-        NEEDI(size);
-        p += size;
-        break;
-    }
-    case OP_STR: case OP_LENCALL:
-        NEEDI(op->a);
-        len = (Py_ssize_t)le(b + p, op->a);
-        p += op->a;
-        NEEDI(len);
-        p += len;
-        break;
-    case OP_NONE: break;
-    default: {  /* OP_POSCALL: only the Python decoder knows the width */
-        PyObject *v = decode_value(op, bufobj, b, n, &p);
-        if (v == NULL) return -1;
-        Py_DECREF(v);
-    }
-    }
-    *pp = p;
-    return 0;
-}
-
-/* skip_row's plan entry for a column op (row_widths), or INT32_MIN: only Python knows. */
+/* A column op's width, for skip_value and skip_row's plan (row_widths): fixed (>= 0), minus
+   the bytes of a length prefix, or INT32_MIN when only its Python decoder knows it. */
 static int32_t op_width(const ColOp *op) {
     switch (op->op) {
     case OP_INT: case OP_ENUM: case OP_SET: case OP_BIT: return op->a;
@@ -152,6 +116,28 @@ static int32_t op_width(const ColOp *op) {
     case OP_NONE: return 0;
     default: return INT32_MIN;
     }
+}
+
+static int skip_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+                      Py_ssize_t *pp) {
+    Py_ssize_t p = *pp, len;
+    int32_t w = op_width(op);
+    if (w > 0) {
+        NEEDI(w);
+        p += w;
+    } else if (w < 0 && w != INT32_MIN) {  /* a length prefix of -w bytes, then the value */
+        NEEDI(-w);
+        len = (Py_ssize_t)le(b + p, -w);
+        p += -w;
+        NEEDI(len);
+        p += len;
+    } else if (w == INT32_MIN) {  /* OP_POSCALL: only the Python decoder knows the width */
+        PyObject *v = decode_value(op, bufobj, b, n, &p);
+        if (v == NULL) return -1;
+        Py_DECREF(v);
+    }
+    *pp = p;
+    return 0;
 }
 
 /* The widths of the present columns (RowDecoder.widths), or NULL with none to give. Why:
