@@ -19,6 +19,7 @@ from .binlog.events import (
 from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
 from .errors import BinlakeError
+from .lazy_re import LazyPattern
 from .xa import Held, PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
@@ -518,15 +519,15 @@ class ChangeTracker:
                 if self.table_filter is None or self.table_filter(schema, table)]
 
 
-_TRUNCATE = re.compile(r"^\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
-                       re.IGNORECASE | re.DOTALL)
+_TRUNCATE = LazyPattern(r"^\s*(?:/\*.*?\*/\s*)*TRUNCATE\s+(?:TABLE\s+)?((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
+                        re.IGNORECASE | re.DOTALL)
 
 
-_DML = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+DATA)\b"
-                  r"(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE|QUICK|CONCURRENT|LOCAL|INTO|FROM))*"
-                  r"(?:\s+INFILE\s+'[^']*'(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE)?"
-                  r"\s+((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)?",
-                  re.IGNORECASE | re.DOTALL)
+_DML = LazyPattern(r"^\s*(?:/\*.*?\*/\s*)*(INSERT|REPLACE|UPDATE|DELETE|LOAD\s+DATA)\b"
+                   r"(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE|QUICK|CONCURRENT|LOCAL|INTO|FROM))*"
+                   r"(?:\s+INFILE\s+'[^']*'(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE)?"
+                   r"\s+((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)?",
+                   re.IGNORECASE | re.DOTALL)
 
 
 def _split_name(name: str, default_schema: str) -> tuple[str, str]:

@@ -169,6 +169,13 @@ class _FileDecoder:
         return reached
 
 
+def import_decoder() -> None:
+    """Import now what a decode imports as it starts, so that a one-shot command settles
+    those modules with the rest (cli.settle_imports)."""
+    from . import changes, files  # noqa: F401
+    from .binlog import decoder  # noqa: F401
+
+
 def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
     """Every file in this process, one tracker carrying XA transactions across files."""
     files = _FileDecoder(spec)

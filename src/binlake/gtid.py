@@ -13,13 +13,13 @@ and config files); binary input raises DecodeError / ProtocolError.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from .binlog.codecs.gtid import read_varlen_unsigned, write_varlen_unsigned
 from .binlog.wire import Buffer, u64
 from .errors import BinlakeError, ConfigError, DecodeError, ProtocolError
+from .lazy_re import LazyPattern
 
 if TYPE_CHECKING:
     from .binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
@@ -48,9 +48,9 @@ _U64_MAX = (1 << 64) - 1
 _FORMAT_UNTAGGED = 0
 _FORMAT_TAGGED = 1
 
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
-_TAG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
-_INTERVAL_RE = re.compile(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
+_UUID_RE = LazyPattern(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_TAG_RE = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+_INTERVAL_RE = LazyPattern(r"([0-9]+)(?:\s*-\s*([0-9]+))?")
 
 Key = tuple[str, str]  # (uuid, tag); tag "" = untagged
 Intervals = tuple[tuple[int, int], ...]  # sorted, disjoint, non-adjacent [start, end)

@@ -1,9 +1,9 @@
 """Server version strings ('8.0.31', '10.11.19-MariaDB-log', '5.6.4-m7-debug') as tuples."""
 from __future__ import annotations
 
-import re
+from .lazy_re import LazyPattern
 
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_VERSION = LazyPattern(r"(\d+)\.(\d+)\.(\d+)")
 
 
 def version_tuple(version: str) -> tuple[int, int, int]:

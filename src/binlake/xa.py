@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from .errors import BinlakeError
+from .lazy_re import LazyPattern
 
 class XaError(BinlakeError):
     """An XA decision whose prepared changes cannot be found."""
@@ -36,11 +37,11 @@ def xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
 
 
 _PART = r"(?:[xX]'[0-9a-fA-F]*'|0[xX][0-9a-fA-F]+|'(?:[^'\\]|\\.|'')*')"
-_XID = re.compile(rf"^\s*({_PART})(?:\s*,\s*({_PART})(?:\s*,\s*(-?\d+))?)?\s*$", re.DOTALL)
-_DECISION = re.compile(r"^\s*XA\s+(COMMIT|ROLLBACK)\s+(.*?)(\s+ONE\s+PHASE)?\s*;?\s*$",
-                       re.IGNORECASE | re.DOTALL)
-_START = re.compile(r"^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$",
-                    re.IGNORECASE | re.DOTALL)
+_XID = LazyPattern(rf"^\s*({_PART})(?:\s*,\s*({_PART})(?:\s*,\s*(-?\d+))?)?\s*$", re.DOTALL)
+_DECISION = LazyPattern(r"^\s*XA\s+(COMMIT|ROLLBACK)\s+(.*?)(\s+ONE\s+PHASE)?\s*;?\s*$",
+                        re.IGNORECASE | re.DOTALL)
+_START = LazyPattern(r"^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$",
+                     re.IGNORECASE | re.DOTALL)
 
 
 def _literal(text: str) -> bytes:

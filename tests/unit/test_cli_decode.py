@@ -252,3 +252,30 @@ def test_jobs_cut_one_big_file(corpus_dir: Path) -> None:
     want, got = run("decode", big), run("decode", "--jobs", "2", big)
     assert got.exit_code == want.exit_code == 0 and len(want.output) > 32 << 20
     assert got.output == want.output
+
+
+def test_the_program_settles_its_imports_a_caller_keeps_its_collector(corpus_dir: Path) -> None:
+    """The `binlake` program freezes its imported modules for the collector (cli.
+    settle_imports); a caller running the command in its own process does not get its
+    collector changed, and the program's output is the same."""
+    import gc
+    import subprocess
+    import sys
+
+    frozen = gc.get_freeze_count()
+    res = run("decode", "--output", "null", "--stats", str(corpus_dir / FULL))
+    assert res.exit_code == 0 and gc.get_freeze_count() == frozen
+    in_process = json.loads(res.output)
+    script = ("import atexit, gc, sys\n"
+              "import binlake.cli as cli\n"
+              "atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))\n"
+              "sys.argv = ['binlake', 'decode', '--output', 'null', '--stats', sys.argv[1]]\n"
+              "cli.entry()\n")
+    out = subprocess.run([sys.executable, "-c", script, str(corpus_dir / FULL)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    program = json.loads(out.stdout)
+    assert {k: program[k] for k in ("rows", "events", "bytes")} == \
+        {k: in_process[k] for k in ("rows", "events", "bytes")}
+    frozen_line = [ln for ln in out.stderr.splitlines() if ln.startswith("frozen ")]
+    assert frozen_line and int(frozen_line[0].split()[1]) > 10_000

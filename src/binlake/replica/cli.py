@@ -63,7 +63,9 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
     from .sink import OutputSink
     from .stream import BinlogStream, StreamOptions
     from .url import ServerURL
+    from ..cli import settle_imports
 
+    settle_imports()
     t0 = time.perf_counter()
     store = CheckpointStore(checkpoint) if checkpoint else None
     saved_now = [False]  # a checkpoint was written by this run
