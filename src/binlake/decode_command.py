@@ -298,7 +298,10 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
     jobs = min(jobs, len(pieces))
     total = Counts()
     with tempfile.TemporaryDirectory(prefix="binlake-decode-") as spool_dir:
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+        from .files import share_cpus
+
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                   initializer=share_cpus, initargs=(jobs,))
         try:
             queued: deque[Future[_Part]] = deque()
             ahead = iter(pieces)

@@ -267,6 +267,36 @@ def test_a_single_cpu_checks_in_the_decoders_thread(monkeypatch: pytest.MonkeyPa
     ahead.close()
 
 
+def test_a_pool_with_a_process_per_cpu_checks_in_each_decoders_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from binlake.binlog.decoder import BinlogDecoder
+
+    monkeypatch.setattr(files, "_cpus", lambda: 2)
+    monkeypatch.setattr(files, "CRC_AHEAD", True)
+    files.share_cpus(1)  # a CPU left for the thread
+    ahead = files._crc_ahead(BinlogDecoder(), 4)
+    assert ahead is not None
+    ahead.close()
+    files.share_cpus(2)  # every CPU runs a decoder
+    assert files._crc_ahead(BinlogDecoder(), 4) is None
+
+
+def test_parallel_workers_still_find_a_bad_checksum(corpus_dir: Path, tmp_path: Path) -> None:
+    """`decode --jobs` workers (checksums in their decoding threads) fail at the event."""
+    from click.testing import CliRunner
+
+    from binlake.cli import main
+
+    src = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
+    data = bytearray(src.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    bad = tmp_path / "bad.000001"
+    bad.write_bytes(bytes(data))
+    res = CliRunner().invoke(main, ["decode", "--jobs", "2", "--output", "null", str(src), str(bad)])
+    assert res.exit_code != 0
+    assert "bad.000001 offset" in res.output and "CRC32 mismatch" in res.output
+
+
 def test_a_mapped_window_is_walked_in_place(tmp_path: Path) -> None:
     """The thread reads the mapping itself (no copy): a window of a real mapping works."""
     data = bytearray(b"\xfebin")
