@@ -10,7 +10,8 @@ from typing import Any
 
 
 class LazyPattern:
-    """re.compile(pattern, flags), done when match() is first called."""
+    """re.compile(pattern, flags), done when match() or fullmatch() is first called (by
+    whichever thread: two that race both compile, and either result serves)."""
 
     __slots__ = ("pattern", "flags", "_compiled")
 
