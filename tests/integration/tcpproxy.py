@@ -5,6 +5,8 @@ the link on purpose, the two ways networks break it.
   server, usually in the middle of a packet: a reset connection.
 - ``freeze()``: the current links stop forwarding but stay open: a dead link that only a
   timeout (heartbeats) can detect. New links work normally.
+- ``corrupt(old, new)``: the first `old` in a chunk the server sends becomes `new` (same
+  length), once: bytes damaged on the way, as a checksum exists to catch.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ class TcpProxy:
         self.port: int = self._listener.getsockname()[1]
         self.links: list[_Link] = []
         self._cuts: deque[int] = deque()
+        self._corrupt: tuple[bytes, bytes] | None = None
         self._lock = threading.Lock()
         self._stopped = False
         threading.Thread(target=self._accept, name="tcpproxy-accept", daemon=True).start()
@@ -55,6 +58,12 @@ class TcpProxy:
         """The next links (one per number) close after forwarding that many server bytes."""
         with self._lock:
             self._cuts.extend(server_bytes)
+
+    def corrupt(self, old: bytes, new: bytes) -> None:
+        """The first `old` found in one chunk from a server becomes `new` (same length)."""
+        assert len(old) == len(new) and old != new
+        with self._lock:
+            self._corrupt = (old, new)
 
     def freeze(self) -> None:
         """Stop forwarding on every open link without closing it."""
@@ -99,6 +108,11 @@ class TcpProxy:
             if link.frozen.is_set():
                 link.closed.wait()  # swallow nothing, forward nothing: a silent, open link
                 return
+            if from_server and self._corrupt is not None:
+                with self._lock:
+                    if self._corrupt is not None and self._corrupt[0] in data:
+                        data = data.replace(*self._corrupt, 1)
+                        self._corrupt = None
             if from_server and link.cut_at is not None:
                 room = link.cut_at - link.from_server
                 if len(data) >= room:

@@ -1,0 +1,49 @@
+"""A byte damaged between the primary and the replica fails the live stream at its event,
+with the position and the CRC32 that did not match: nothing of that event or after it is
+handed out, and the stream's position stays before it (a restart reads it again)."""
+from __future__ import annotations
+
+import pytest
+
+from binlake.errors import DecodeError
+from binlake.replica.position import Position
+from binlake.replica.stream import BinlogStream, StreamOptions
+from binlake.replica.url import ServerURL
+from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less test dirs)
+
+
+@pytest.mark.parametrize("tables", [None, "ra_damage"], ids=["all-tables", "filtered"])
+def test_a_byte_damaged_on_the_way_fails_the_stream_at_its_event(mariadb, tables) -> None:
+    mariadb.sql("CREATE TABLE IF NOT EXISTS ra_damage (id INT PRIMARY KEY, s LONGTEXT)",
+                "DELETE FROM ra_damage")
+    start = Position(*mariadb.binlog_end())
+    mariadb.sql("INSERT INTO ra_damage VALUES (1, 'fine')")
+    mariadb.sql(f"INSERT INTO ra_damage VALUES (2, '{'Z' * 5000}')")
+    mariadb.sql("INSERT INTO ra_damage VALUES (3, 'after')")
+    proxy = TcpProxy("127.0.0.1", mariadb.port)
+    proxy.corrupt(b"Z" * 16, b"Z" * 15 + b"Y")
+    base = ServerURL.parse(mariadb.url)
+    url = ServerURL("127.0.0.1", proxy.port, base.user, base.password, {"ssl_mode": "DISABLED"})
+    keep = None if tables is None else (lambda s, t: t == tables)
+    bs = BinlogStream(url, StreamOptions(start=start, until_end=True, tables=keep))
+    got, positions = [], []
+    try:
+        with pytest.raises(DecodeError) as info:
+            for rec in bs.changes():
+                got.append(rec.after["id"])
+                positions.append(bs.position)
+    finally:
+        bs.close()
+        proxy.close()
+    assert got == [1]  # nothing of the damaged event, nothing after it
+    message = str(info.value)
+    assert "CRC32 mismatch" in message and start.file in message
+    assert bs.reconnects == 0  # a damaged event is not a broken link: no silent re-read
+    # The stream stands after the first transaction, before the damaged one: a restart
+    # from there over an undamaged link hands out the rest, once.
+    assert bs.position.file == start.file and bs.position.pos > positions[-1].pos
+    again = BinlogStream(base, StreamOptions(start=bs.position, until_end=True, tables=keep))
+    try:
+        assert [rec.after["id"] for rec in again.changes()] == [2, 3]
+    finally:
+        again.close()
