@@ -171,4 +171,8 @@ _LAZY_COMMANDS = {
 
 
 if __name__ == "__main__":  # pragma: no cover
-    entry()
+    # python -m binlake.cli: run the module the subcommands import (binlake.cli), not this
+    # copy of it, so that what entry() sets is what they read (settle_imports).
+    from binlake.cli import entry as _entry
+
+    _entry()

@@ -279,3 +279,32 @@ def test_the_program_settles_its_imports_a_caller_keeps_its_collector(corpus_dir
         {k: in_process[k] for k in ("rows", "events", "bytes")}
     frozen_line = [ln for ln in out.stderr.splitlines() if ln.startswith("frozen ")]
     assert frozen_line and int(frozen_line[0].split()[1]) > 10_000
+
+
+def test_both_ways_of_starting_the_program_settle_the_imports() -> None:
+    """`binlake` (the console script: cli.entry) and `python -m binlake.cli` both freeze
+    the imports of a command that reads cli.settle_imports from binlake.cli (stream does;
+    under -m, the module run as __main__ is a second copy of binlake.cli, and the flag was
+    set on that copy only). Here stream fails at once (nothing listens on port 1), after
+    its imports are settled."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["binlake", "stream", f"mysql://u:p@127.0.0.1:{port}", "--until-end",
+            "--output", "null"]
+    start = {"console script": "import binlake.cli as cli\ncli.entry()\n",
+             "python -m": "import runpy\nrunpy.run_module('binlake.cli', run_name='__main__', "
+                          "alter_sys=True)\n"}
+    for way, code in start.items():
+        script = ("import atexit, gc, sys\n"
+                  "atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))\n"
+                  f"sys.argv = {argv!r}\n" + code)
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 2 and "refused" in out.stderr, (way, out.stderr)
+        frozen = [ln for ln in out.stderr.splitlines() if ln.startswith("frozen ")]
+        assert frozen and int(frozen[0].split()[1]) > 10_000, (way, out.stderr)
