@@ -1,6 +1,7 @@
 """A byte damaged between the primary and the replica fails the live stream at its event,
-with the position and the CRC32 that did not match: nothing of that event or after it is
-handed out, and the stream's position stays before it (a restart reads it again)."""
+naming its file and offset, the CRC32 that did not match and what to do: nothing of that
+event or after it is handed out, and the stream's position stays before it (a restart reads
+it again)."""
 from __future__ import annotations
 
 import pytest
@@ -37,7 +38,11 @@ def test_a_byte_damaged_on_the_way_fails_the_stream_at_its_event(mariadb, tables
         proxy.close()
     assert got == [1]  # nothing of the damaged event, nothing after it
     message = str(info.value)
-    assert "CRC32 mismatch" in message and start.file in message
+    writes = [row[1] for row in mariadb.sql(f"SHOW BINLOG EVENTS IN '{start.file}' FROM {start.pos}",
+                                             database=None) if row[2].startswith("Write_rows")]
+    assert len(writes) == 3
+    assert f"{start.file} offset {writes[1]} WRITE_ROWS" in message  # the damaged event
+    assert "CRC32 mismatch" in message and "damaged on the way" in message
     assert bs.reconnects == 0  # a damaged event is not a broken link: no silent re-read
     # The stream stands after the first transaction, before the damaged one: a restart
     # from there over an undamaged link hands out the rest, once.

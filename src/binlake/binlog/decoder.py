@@ -338,6 +338,8 @@ class BinlogDecoder:
         try:
             return self._decode(raw, offset)
         except DecodeError as exc:
+            if offset is None:  # a replica's stream: the event's header says where it lies
+                raise _stream_located(exc, self.file, raw) from None
             if exc.offset is None or exc.file is None:
                 raise exc.located(file=self.file, offset=offset) from None
             raise
@@ -693,3 +695,23 @@ def _register_gtid_codecs() -> None:
 
 
 _register_gtid_codecs()
+
+
+_STREAM_CHECKSUM_HINT = (
+    "the event arrived corrupt: look at it in the primary's binlog (mariadb-binlog or "
+    "mysqlbinlog at this offset); if it is whole there, the bytes were damaged on the way: "
+    "start the stream again, it resumes before this event")
+
+
+def _stream_located(exc: DecodeError, file: str | None, raw: Any) -> DecodeError:
+    """A stream's decode error with the event's offset from its header (its end, log_pos,
+    less its length), where the error does not name one. A checksum error says what to
+    look at: the primary's copy, or the link."""
+    offset = exc.offset
+    if offset is None and len(raw) >= HEADER_LEN:
+        log_pos = _U32.unpack_from(raw, 13)[0]
+        if log_pos >= len(raw):
+            offset = log_pos - len(raw)
+    hint = _STREAM_CHECKSUM_HINT if isinstance(exc, ChecksumError) else (exc.hint or None)
+    return type(exc)(exc.reason, file=exc.file if exc.file is not None else file,
+                     offset=offset, event_type=exc.event_type, hint=hint)
