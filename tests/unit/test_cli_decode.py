@@ -285,8 +285,8 @@ def test_both_ways_of_starting_the_program_settle_the_imports() -> None:
     """`binlake` (the console script: cli.entry) and `python -m binlake.cli` both freeze
     the imports of a command that reads cli.settle_imports from binlake.cli (stream does;
     under -m, the module run as __main__ is a second copy of binlake.cli, and the flag was
-    set on that copy only). Here stream fails at once (nothing listens on port 1), after
-    its imports are settled."""
+    set on that copy only). Here stream fails at once (nothing listens on the port it
+    is given), after its imports are settled."""
     import socket
     import subprocess
     import sys
