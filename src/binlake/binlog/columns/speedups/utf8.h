@@ -436,15 +436,15 @@ static inline Py_UCS4 utf8_kind_maxchar(int kind) {
 static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *guess) {
 #ifdef BINLAKE_UTF8_SIMD
     if (n >= UTF8_SIMD_MIN && g_utf8_simd) {
-        int hintable = guess != NULL && n >= UTF8_ONEPASS_MIN && n <= UTF8_ONEPASS_MAX &&
-                       g_utf8_simd == UTF8_AVX512;
+        int hintable = guess != NULL && n >= UTF8_ONEPASS_MIN && n <= UTF8_ONEPASS_MAX;
         if (hintable && (*guess & GUESS_SURE)) {
             int kind = GUESS_KIND(*guess);
             PyObject *u = PyUnicode_New(n, utf8_kind_maxchar(kind));
             if (u == NULL) return NULL;
             unsigned top;
-            Py_ssize_t chars = utf8_convert_checked((const uint8_t *)s, n, PyUnicode_DATA(u),
-                                                    kind, n, &top);
+            Py_ssize_t chars = g_utf8_simd == UTF8_AVX512
+                ? utf8_convert_checked((const uint8_t *)s, n, PyUnicode_DATA(u), kind, n, &top)
+                : utf8_convert_checked_avx2((const uint8_t *)s, n, PyUnicode_DATA(u), kind, n, &top);
             if (chars < 0) {  /* not UTF-8: CPython's decoder names the byte and the reason */
                 Py_DECREF(u);
                 return PyUnicode_DecodeUTF8(s, n, NULL);
