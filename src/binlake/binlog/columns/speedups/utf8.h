@@ -9,7 +9,8 @@
  * in the same read, finds the character count and the widest lead byte, which fix the
  * str's length and kind (UCS1/2/4, always the canonical one for valid input); a second
  * takes 64-byte windows, compresses the lead positions, gathers each character's bytes
- * into a 32-bit lane and assembles the code point with two multiply-adds. A CPU with AVX2
+ * into a 32-bit lane and assembles the code point with two multiply-adds. Once a column's
+ * values have kept to one kind, the two are one pass (utf8_str_hinted). A CPU with AVX2
  * but not these runs utf8_avx2.h's version of the same passes. Anything invalid, a CPU without
  * either or a short string goes to PyUnicode_DecodeUTF8, which gives the exact result or
  * the exact UnicodeDecodeError, so this is a pure speed-up with CPython as the reference.

@@ -12,6 +12,8 @@
  *            16-byte load (a 256-entry table of shuffles, by 8 bits of the lead mask), and
  *            the code points are assembled with two multiply-adds and a variable shift, as
  *            in utf8.h.
+ *   both     for a column whose values keep to one kind (utf8_str_hinted): the conversion
+ *            with each block's check folded in (utf8_convert_checked_avx2).
  * The steps advance 8 bytes whatever the characters: a character that runs into the next
  * step is read whole in this one (the loads go up to 16 bytes past the block's 24th byte,
  * which is why the last 48 bytes take the scalar loop), and the next step passes over its
