@@ -101,11 +101,65 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i u8check_avx2_er
     return _mm256_xor_si256(due, sc);
 }
 
-/* 1 if block `cur` ends inside a character the next block must finish. */
-AVX2_TARGET static inline __attribute__((always_inline)) int u8check_avx2_unfinished(
-        const U8CheckAvx2 *c, __m256i cur) {
+/* Where a check stands after the blocks seen so far. */
+typedef struct {
+    __m256i prev;    /* the last block (zeros before the first) */
+    __m256i err;     /* any error so far: not zero */
+    __m256i mx;      /* the byte-wise maximum of the blocks that are not ASCII */
+    int incomplete;  /* the last block ends inside a character the next must finish */
+} U8CheckState;
+
+AVX2_TARGET static inline __attribute__((always_inline)) void u8check_avx2_start(U8CheckState *st) {
+    st->prev = st->err = st->mx = _mm256_setzero_si256();
+    st->incomplete = 0;
+}
+
+/* One more 32-byte block checked: 0 if the text cannot be valid any more (an ASCII block
+   after an unfinished character), else 1 (u8check_avx2_valid says at the end). */
+AVX2_TARGET static inline __attribute__((always_inline)) int u8check_avx2_block(
+        const U8CheckAvx2 *c, U8CheckState *st, __m256i cur) {
+    if (_mm256_movemask_epi8(cur) == 0) {  /* ASCII: only an unfinished character before */
+        if (st->incomplete) return 0;
+        st->prev = cur;
+        return 1;
+    }
+    st->mx = _mm256_max_epu8(st->mx, cur);
+    st->err = _mm256_or_si256(st->err, u8check_avx2_errors(c, cur, st->prev));
     __m256i over = _mm256_subs_epu8(cur, c->tail_max);
-    return !_mm256_testz_si256(over, over);
+    st->incomplete = !_mm256_testz_si256(over, over);
+    st->prev = cur;
+    return 1;
+}
+
+/* The blocks of s[from:n] checked (from: where the blocks checked so far end), the last
+   one read from a zero-padded copy; with `leads`, the characters in them counted there
+   (bytes that are not 10xxxxxx). 0 if the text cannot be valid. */
+AVX2_TARGET static inline __attribute__((always_inline)) int u8check_avx2_run(
+        const U8CheckAvx2 *c, U8CheckState *st, const uint8_t *s, Py_ssize_t from,
+        Py_ssize_t n, Py_ssize_t *leads) {
+    const __m256i not_cont = _mm256_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
+    uint8_t last[32];
+    for (Py_ssize_t i = from; i < n; i += 32) {
+        __m256i cur;
+        if (i + 32 <= n) {
+            cur = _mm256_loadu_si256((const __m256i *)(s + i));
+        } else {
+            memset(last, 0, sizeof last);
+            memcpy(last, s + i, (size_t)(n - i));
+            cur = _mm256_loadu_si256((const __m256i *)last);
+            if (leads != NULL) *leads -= 32 - (n - i);  /* the padding's zeros count below */
+        }
+        if (leads != NULL)
+            *leads += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi8(cur, not_cont)));
+        if (!u8check_avx2_block(c, st, cur)) return 0;
+    }
+    return 1;
+}
+
+/* The end acts as ASCII: no character may be left unfinished (a padded last block has
+   zeros past the end, which the pairs already refuse after a lead). */
+AVX2_TARGET static inline __attribute__((always_inline)) int u8check_avx2_valid(const U8CheckState *st) {
+    return !st->incomplete && _mm256_testz_si256(st->err, st->err);
 }
 
 /* The widest lead among bytes whose byte-wise maximum is mx, as a class (utf8_top_of). */
@@ -117,49 +171,23 @@ AVX2_TARGET static inline unsigned u8_top_of_avx2(__m256i mx) {
 }
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not: utf8_valid_long's
-   method (see utf8.h) 32 bytes at a time; the last block is read from a zero-padded copy.
-   With `chars` set, also the character count and the widest lead (one read of the text). */
+   method (see utf8.h) 32 bytes at a time. With `chars` set, also the character count and
+   the widest lead (one read of the text). */
 AVX2_TARGET static inline __attribute__((always_inline)) int utf8_valid_avx2_scan(
         const char *text, Py_ssize_t n, Py_ssize_t *chars, unsigned *maxbyte) {
-    const uint8_t *s = (const uint8_t *)text;
     U8CheckAvx2 c;
+    U8CheckState st;
     u8check_avx2_init(&c);
-    const __m256i not_cont = _mm256_set1_epi8(-65);  /* signed b > -65: 0x00-0x7F, 0xC0-0xFF */
-    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256(), mx = err;
+    u8check_avx2_start(&st);
     Py_ssize_t leads = 0;
-    int incomplete = 0;
-    uint8_t last[32];
-    for (Py_ssize_t i = 0; i < n; i += 32) {
-        __m256i cur;
-        if (i + 32 <= n) {
-            cur = _mm256_loadu_si256((const __m256i *)(s + i));
-        } else {
-            memset(last, 0, sizeof last);
-            memcpy(last, s + i, (size_t)(n - i));
-            cur = _mm256_loadu_si256((const __m256i *)last);
-            leads -= 32 - (n - i);  /* the padding's zeros count as leads below */
-        }
-        if (_mm256_movemask_epi8(cur) == 0) {  /* ASCII: only an unfinished character before */
-            if (incomplete) return 0;
-            prev = cur;
-            leads += 32;
-            continue;
-        }
-        if (chars != NULL) {
-            mx = _mm256_max_epu8(mx, cur);
-            leads += __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi8(cur, not_cont)));
-        }
-        err = _mm256_or_si256(err, u8check_avx2_errors(&c, cur, prev));
-        incomplete = u8check_avx2_unfinished(&c, cur);
-        prev = cur;
-    }
+    if (!u8check_avx2_run(&c, &st, (const uint8_t *)text, 0, n, chars != NULL ? &leads : NULL)
+        || !u8check_avx2_valid(&st))
+        return 0;
     if (chars != NULL) {
-        *maxbyte = u8_top_of_avx2(mx);
+        *maxbyte = u8_top_of_avx2(st.mx);
         *chars = leads;
     }
-    /* the end acts as ASCII: no character may be left unfinished (a padded last block has
-       zeros past the end, which the pairs above already refuse after a lead) */
-    return !incomplete && _mm256_testz_si256(err, err);
+    return 1;
 }
 
 AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
@@ -255,10 +283,36 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i utf8_step(const
     return _mm256_srlv_epi32(t, _mm256_shuffle_epi8(shift_t, nb));
 }
 
+/* The characters that start in the 32-byte block v (not ASCII) at s into out from *o (room
+   for `room`): 0, or -1 if they would not fit. */
+AVX2_TARGET static inline __attribute__((always_inline)) int utf8_convert_block_avx2(
+        const uint8_t *s, __m256i v, void *out, Py_ssize_t *op, const int kind, Py_ssize_t room) {
+    const __m256i not_cont = _mm256_set1_epi8(-65);
+    uint32_t leads = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont));
+    Py_ssize_t o = *op, count = __builtin_popcount(leads);
+    if (o + count > room) return -1;
+    if (o + count + 8 <= room) {  /* every step may store 8 lanes (the ones past its
+                                     characters are overwritten by the next) */
+#define UTF8_STEP(q) do { unsigned lm = (leads >> (q)) & 0xFF; \
+        utf8_store8(out, o, kind, utf8_step(s + (q), lm), 8, 1); \
+        o += __builtin_popcount(lm); } while (0)
+        UTF8_STEP(0); UTF8_STEP(8); UTF8_STEP(16); UTF8_STEP(24);
+#undef UTF8_STEP
+    } else {  /* near the end of `out`: only the lanes that are characters */
+        for (int q = 0; q < 32; q += 8) {
+            unsigned lm = (leads >> q) & 0xFF;
+            int m = __builtin_popcount(lm);
+            utf8_store8(out, o, kind, utf8_step(s + q, lm), m, o + 8 <= room);
+            o += m;
+        }
+    }
+    *op = o;
+    return 0;
+}
+
 /* utf8_convert_avx2 for one `kind` (a constant where it is inlined: no test per step). */
 AVX2_TARGET static inline __attribute__((always_inline)) int utf8_convert_avx2_kind(
         const uint8_t *s, Py_ssize_t n, void *out, const int kind, Py_ssize_t chars) {
-    const __m256i not_cont = _mm256_set1_epi8(-65);
     Py_ssize_t i = 0, o = 0;
     for (; i + 48 <= n; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
@@ -268,24 +322,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) int utf8_convert_avx2_k
             o += 32;
             continue;
         }
-        uint32_t leads = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont));
-        Py_ssize_t count = __builtin_popcount(leads);
-        if (o + count > chars) return -1;
-        if (o + count + 8 <= chars) {  /* every step may store 8 lanes (the ones past its
-                                          characters are overwritten by the next) */
-#define UTF8_STEP(q) do { unsigned lm = (leads >> (q)) & 0xFF; \
-            utf8_store8(out, o, kind, utf8_step(s + i + (q), lm), 8, 1); \
-            o += __builtin_popcount(lm); } while (0)
-            UTF8_STEP(0); UTF8_STEP(8); UTF8_STEP(16); UTF8_STEP(24);
-#undef UTF8_STEP
-        } else {  /* near the end of `out`: only the lanes that are characters */
-            for (int q = 0; q < 32; q += 8) {
-                unsigned lm = (leads >> q) & 0xFF;
-                int m = __builtin_popcount(lm);
-                utf8_store8(out, o, kind, utf8_step(s + i + q, lm), m, o + 8 <= chars);
-                o += m;
-            }
-        }
+        if (utf8_convert_block_avx2(s + i, v, out, &o, kind, chars) < 0) return -1;
     }
     while (i < n && (s[i] & 0xC0) == 0x80) i++;  /* the rest of a character begun above */
     while (i < n) {
@@ -317,64 +354,23 @@ AVX2_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert
         const uint8_t *s, Py_ssize_t n, void *out, const int kind, Py_ssize_t room,
         unsigned *top) {
     U8CheckAvx2 c;
+    U8CheckState st;
     u8check_avx2_init(&c);
-    const __m256i not_cont = _mm256_set1_epi8(-65);
-    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256(), mx = err;
-    int incomplete = 0;
+    u8check_avx2_start(&st);
     Py_ssize_t i = 0, o = 0;
     for (; i + 48 <= n; i += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
-        if (_mm256_movemask_epi8(v) == 0) {  /* ASCII: only an unfinished character before */
-            if (incomplete || o + 32 > room) return -1;
+        if (!u8check_avx2_block(&c, &st, v)) return -1;
+        if (_mm256_movemask_epi8(v) == 0) {  /* ASCII */
+            if (o + 32 > room) return -1;
             utf8_store_ascii_avx2(out, o, kind, v);
             o += 32;
-            prev = v;
-            continue;
-        }
-        mx = _mm256_max_epu8(mx, v);
-        err = _mm256_or_si256(err, u8check_avx2_errors(&c, v, prev));
-        incomplete = u8check_avx2_unfinished(&c, v);
-        prev = v;
-        uint32_t leads = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(v, not_cont));
-        Py_ssize_t count = __builtin_popcount(leads);
-        if (o + count > room) return -1;
-        if (o + count + 8 <= room) {  /* (as utf8_convert_avx2_kind) */
-#define UTF8_STEP(q) do { unsigned lm = (leads >> (q)) & 0xFF; \
-            utf8_store8(out, o, kind, utf8_step(s + i + (q), lm), 8, 1); \
-            o += __builtin_popcount(lm); } while (0)
-            UTF8_STEP(0); UTF8_STEP(8); UTF8_STEP(16); UTF8_STEP(24);
-#undef UTF8_STEP
-        } else {
-            for (int q = 0; q < 32; q += 8) {
-                unsigned lm = (leads >> q) & 0xFF;
-                int m = __builtin_popcount(lm);
-                utf8_store8(out, o, kind, utf8_step(s + i + q, lm), m, o + 8 <= room);
-                o += m;
-            }
+        } else if (utf8_convert_block_avx2(s + i, v, out, &o, kind, room) < 0) {
+            return -1;
         }
     }
-    /* the last bytes' check, from a zero-padded copy where under 32 are left */
-    uint8_t last[32];
-    for (Py_ssize_t j = i; j < n; j += 32) {
-        __m256i cur;
-        if (j + 32 <= n) {
-            cur = _mm256_loadu_si256((const __m256i *)(s + j));
-        } else {
-            memset(last, 0, sizeof last);
-            memcpy(last, s + j, (size_t)(n - j));
-            cur = _mm256_loadu_si256((const __m256i *)last);
-        }
-        if (_mm256_movemask_epi8(cur) == 0) {
-            if (incomplete) return -1;
-            prev = cur;
-            continue;
-        }
-        mx = _mm256_max_epu8(mx, cur);
-        err = _mm256_or_si256(err, u8check_avx2_errors(&c, cur, prev));
-        incomplete = u8check_avx2_unfinished(&c, cur);
-        prev = cur;
-    }
-    if (incomplete || !_mm256_testz_si256(err, err)) return -1;
+    /* the last bytes (under 48) checked on the same grid */
+    if (!u8check_avx2_run(&c, &st, s, i, n, NULL) || !u8check_avx2_valid(&st)) return -1;
     /* valid: the last characters one by one (the first bytes may finish one begun above) */
     while (i < n && (s[i] & 0xC0) == 0x80) i++;
     while (i < n) {
@@ -385,7 +381,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert
         o++;
         i += len;
     }
-    *top = u8_top_of_avx2(mx);
+    *top = u8_top_of_avx2(st.mx);
     return o;
 }
 
