@@ -47,14 +47,16 @@ class DecodeError(BinlakeError):
         prefix = f"{' '.join(where)}: " if where else ""
         super().__init__(prefix + message, hint=hint)
 
-    def located(self, *, file: str | None = None, offset: int | None = None) -> "DecodeError":
-        """The same error with a file/offset filled in by an outer layer that knows them."""
+    def located(self, *, file: str | None = None, offset: int | None = None,
+                hint: str | None = None) -> "DecodeError":
+        """The same error with a file/offset filled in by an outer layer that knows them
+        (and its own hint, where it knows better what to do)."""
         return type(self)(
             self.reason,
             file=self.file if self.file is not None else file,
             offset=self.offset if self.offset is not None else offset,
             event_type=self.event_type,
-            hint=self.hint or None,
+            hint=hint or self.hint or None,
         )
 
 

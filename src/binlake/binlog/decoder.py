@@ -712,6 +712,5 @@ def _stream_located(exc: DecodeError, file: str | None, raw: Any) -> DecodeError
         log_pos = _U32.unpack_from(raw, 13)[0]
         if log_pos >= len(raw):
             offset = log_pos - len(raw)
-    hint = _STREAM_CHECKSUM_HINT if isinstance(exc, ChecksumError) else (exc.hint or None)
-    return type(exc)(exc.reason, file=exc.file if exc.file is not None else file,
-                     offset=offset, event_type=exc.event_type, hint=hint)
+    return exc.located(file=file, offset=offset,
+                       hint=_STREAM_CHECKSUM_HINT if isinstance(exc, ChecksumError) else None)
