@@ -139,7 +139,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         n = 0
         finished = False
         try:
-            for batch in bs.batches():  # a rows event's records at a time
+            for batch in bs.batches(per_event=False):  # records of one or more rows events
                 n += len(batch)
                 if output == "jsonl":
                     for rec in batch:

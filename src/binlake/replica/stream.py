@@ -53,6 +53,9 @@ Why the group events: a small transaction is four events, and each taken the gen
 cost more than the run's whole work for it. (A schema resolver sees the TABLE_MAPs a run takes:
 the C scanner calls it.)"""
 
+_MERGED = object()
+"""_serve's `batched` for batches(per_event=False): lists may span rows events."""
+
 _RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
 """Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
 DDL and XA COMMIT queries; MySQL's XA COMMIT ... ONE PHASE."""
@@ -340,13 +343,17 @@ class BinlogStream:
         After each record, `position` counts it (a checkpoint may be taken between any two)."""
         return self._serve(batched=False)
 
-    def batches(self) -> Iterator[list[ChangeRecord]]:
+    def batches(self, *, per_event: bool = True) -> Iterator[list[ChangeRecord]]:
         """The same row changes as lists (one per rows event, or per statement): no generator
         step per record, for consumers that handle a list at a time (the CLI, Spark). After
-        each list, `position` counts all of it."""
-        return self._serve(batched=True)
+        each list, `position` counts all of it.
 
-    def _serve(self, batched: bool) -> Iterator:
+        per_event=False: a list may hold the records of several rows events of one
+        transaction, in order (made in C inside a transaction, with no Python step per
+        event), for consumers that do not need the events apart (the CLI)."""
+        return self._serve(batched=True if per_event else _MERGED)
+
+    def _serve(self, batched: bool | object) -> Iterator:
         wait = 0.5
         self._reader = threading.get_ident()
         try:
@@ -430,10 +437,14 @@ class BinlogStream:
         finally:
             self._interruptible = False
 
-    def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool) -> Iterator:
+    def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool | object) -> Iterator:
         """Records (batched: lists of records) until the end or a stop."""
         tracker = ChangeTracker(self.options.tables, xa=self._xa, reread=self._reread,
                                 locate=self._locate, walk=self.options.xa_walk)
+        # Lists of several events' records (batches(per_event=False)): the run makes the
+        # records of a transaction's kept rows events itself (RowsScanner's records mode),
+        # with each TABLE_MAP's constants that _rows_records keeps under this key.
+        merge_key = ("records", tracker.table_filter) if batched is _MERGED else None
         xa = self._xa
         semi = self.options.semi_sync
         end = self.end_position
@@ -464,6 +475,9 @@ class BinlogStream:
                     # follows the transactions its GTIDs and XIDs open and close (below).
                     dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
                     run = dec.scan_packets(*unread, group=True)
+                    if run is not None and merge_key is not None and not self._skip:
+                        run.records = merge_key  # (the run makes records only while `skip`)
+                        run.gtid = tracker.gtid
             if run is not None:
                 events, need_ack = run, False
                 skipped, skipped_rows = run.skipped, run.skipped_rows
@@ -476,6 +490,17 @@ class BinlogStream:
             last: Event | None = None
             try:
                 for ev in events:
+                    if type(ev) is list:  # records mode: kept rows events' records, in order
+                        self.events_seen += run.batch_events
+                        last = ev
+                        if run.skipped_rows != skipped_rows:  # (rows passed over before them)
+                            self._passed_over(run.skipped_rows - skipped_rows)
+                            skipped_rows = run.skipped_rows
+                        self._rows_in_tx += run.batch_rows
+                        self.rows_seen += len(ev)
+                        if ev:
+                            yield ev
+                        continue
                     self.events_seen += 1
                     last = ev
                     if passing and run.skipped_rows != skipped_rows:  # (before this event)
@@ -523,6 +548,7 @@ class BinlogStream:
                         self._follow(ev, tracker, dec)
                         if run is not None:  # (a run's GTID or XID opened or closed a transaction)
                             run.skip = now = tx.in_tx and not tx.implicit_rows and not xa.holding
+                            run.gtid = tracker.gtid
                             passing = passing or now
                             if not tx.in_tx and self._at_end(end, stop_at):
                                 break  # (nothing after the end is handed out)

@@ -59,7 +59,21 @@ typedef struct {
     int packets, seq;
     Py_ssize_t limit;
     int group;              /* scan_packets: XID, MariaDB GTID and cached TABLE_MAPs too */
+    /* records mode (a replica's run, set after scan_packets; see scan_records): */
+    PyObject *records;      /* the key of each TABLE_MAP's record constants in its
+                               row_decoders, ("records", filter); NULL or None: off */
+    PyObject *gtid;         /* the open transaction's GTID text for the records (NULL: None) */
+    PyObject *batch;        /* the list being filled, during a call of next() */
+    Py_ssize_t batch_events, batch_rows;  /* of the last list handed out */
 } RowsScanner;
+
+/* Records mode: a list ends after this many records, or after the events of this many
+   bytes. Why the bytes: the values of a list's records are alive together until the list
+   is dropped; a list of a few large rows keeps them in the CPU's cache (and in the heap's
+   top, which the allocator would otherwise give back to the system and fault in again
+   for each list). */
+#define SCAN_BATCH_RECORDS 4096
+#define SCAN_BATCH_BYTES (64 * 1024)
 
 static PyObject *s_columns, *s_row_decoders, *s_schema, *s_table, *s_table_id, *g_empty_bytes;
 
@@ -268,9 +282,66 @@ static int scan_group_event(RowsScanner *s, const unsigned char *b, Py_ssize_t p
     return *out == NULL ? -1 : 1;
 }
 
+/* Records mode: the rows of a kept rows event at e (size bytes) made change records, as
+   changes.ChangeTracker._rows_records makes them (the same template: its table's constants
+   from the TABLE_MAP's row_decoders under s->records, the transaction's GTID from s->gtid),
+   appended to s->batch; the event's rows count in s->batch_rows. Why: a large row is one
+   event, and the Python steps per event (the event and header objects, the replica's loop,
+   the tracker) cost ~4 us each, 10-15% of a stream of such events. 1: done, 0: the
+   constants are not made yet (the event goes out as an event; Python makes them), -1: an
+   error. */
+static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyObject *rows,
+                        int kind, const unsigned char *e, Py_ssize_t size, long long offset,
+                        PyObject *file) {
+    PyObject *known = PyDict_GetItemWithError(decoders, s->records);  /* borrowed */
+    if (known == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4 || !PyList_Check(rows)
+        || g_rec_type == NULL || g_rec_nslots != 16) return 0;
+    PyObject *keep = PyTuple_GET_ITEM(known, 0);
+    Py_ssize_t n = PyList_GET_SIZE(rows);
+    if (keep != Py_True) {  /* the records' filter leaves the table out: only counted */
+        if (keep != Py_False) return 0;
+        s->batch_rows += n;
+        s->batch_events++;
+        return 1;
+    }
+    Py_INCREF(known);  /* held while records are made (the GC may run) */
+    uint32_t log_pos = (uint32_t)le(e + 13, 4);
+    long long start_at = offset, end_at = offset + size;
+    if (offset < 0) {
+        end_at = log_pos;
+        start_at = log_pos ? (long long)log_pos - size : 0;
+    }
+    PyObject *start_obj = PyLong_FromLongLong(start_at), *end_obj = PyLong_FromLongLong(end_at);
+    PyObject *ts = PyLong_FromUnsignedLong((unsigned long)le(e, 4));
+    int rc = -1;
+    if (start_obj != NULL && end_obj != NULL && ts != NULL) {
+        /* changes._RECORD_TEMPLATE_ORDER: op, schema, table, _before, _after, primary_key,
+           file, pos, end_pos, row, inner, gtid, timestamp, table_map, statement, ddl */
+        PyObject *tmpl[16] = {PyTuple_GET_ITEM(s->kinds, kind), PyTuple_GET_ITEM(known, 1),
+                              PyTuple_GET_ITEM(known, 2), Py_None, Py_None,
+                              PyTuple_GET_ITEM(known, 3), file, start_obj, end_obj, Py_None,
+                              Py_None, s->gtid != NULL ? s->gtid : Py_None, ts, table, Py_None,
+                              Py_None};
+        /* kinds: 0 insert, 1 update, 2 delete; records_into: 0 insert, 1 delete, 2 update */
+        if (records_into(s->batch, tmpl, &PyList_GET_ITEM(rows, 0), n,
+                         kind == 0 ? 0 : kind == 1 ? 2 : 1) == 0) {
+            s->batch_rows += n;
+            s->batch_events++;
+            rc = 1;
+        }
+    }
+    Py_XDECREF(start_obj);
+    Py_XDECREF(end_obj);
+    Py_XDECREF(ts);
+    Py_DECREF(known);
+    return rc;
+}
+
 /* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 2 when `skip` is set and the
    filter leaves its table out (checked, its rows counted in s->skipped_rows if
-   count_filtered, not handed out), 0 when the general path must
+   count_filtered, not handed out), 3 when records mode (s->batch set) made its records
+   (scan_records), 0 when the general path must
    decode it (no exception set), -1 on an error that is not the event's (the filter raised,
    no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
 static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
@@ -391,6 +462,11 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         if (p < 0) goto decode_failed;
     }
     if (p != end) goto done;
+    if (s->batch != NULL && !filtered && !json) {
+        int made = scan_records(s, decoders, table, rows, kind, e, size, offset, file);
+        if (made < 0) goto error;
+        if (made) { rc = 3; goto done; }
+    }
 
     long long start_at, end_at;
     header = scan_header(s, e, size, offset, &start_at, &end_at);
@@ -511,6 +587,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->skip = PyObject_IsTrue(args[9]);
     self->verified = verified;
     self->packets = 0;
+    Py_CLEAR(self->records);
     Py_INCREF(self);
     return (PyObject *)self;
 }
@@ -552,8 +629,15 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->skip = PyObject_IsTrue(args[10]);
     self->verified = -1;
     self->packets = 1;
+    Py_CLEAR(self->records);  /* records mode is asked for run by run */
     Py_INCREF(self);
     return (PyObject *)self;
+}
+
+/* 1 for the event types a records-mode list goes on over: the v1/v2 rows events and
+   TABLE_MAP (the others end the list before them, undecoded). */
+static inline int scan_goes_on(int code) {
+    return scan_kind(code) >= 0 || code == 19;
 }
 
 static PyObject *RowsScanner_next(RowsScanner *self) {
@@ -566,20 +650,36 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
     Py_ssize_t pos, size;
     PyObject *ev = NULL;
     int rc;
+    /* Records mode, inside a transaction whose left-out tables are passed over: the kept
+       rows events become records in one list, the TABLE_MAPs between them are taken (as
+       the replica's loop would: nothing to follow), until an event of another type, one
+       the scan does not take, or the list is long enough. */
+    Py_ssize_t pos0 = self->pos;
+    int seq0 = self->seq;
+    Py_ssize_t batch_bytes = 0;
+    if (self->packets && self->group && self->skip && !self->json && self->records != NULL
+        && self->records != Py_None) {
+        if ((self->batch = PyList_New(0)) == NULL) { PyBuffer_Release(&view); return NULL; }
+    }
+    self->batch_events = self->batch_rows = 0;
     for (;;) {  /* until an event to hand out, or one the scan does not take */
         pos = self->pos;
         size = 0;
         rc = 0;
+        int code = -1;
         if (self->packets) {
             /* header (length, sequence id), 0x00, the event: its size is the rest of the packet */
             Py_ssize_t lim = self->limit < view.len ? self->limit : view.len, len;
             if (pos >= 0 && lim - pos >= 5 + EV_HEADER_LEN
                 && (len = (Py_ssize_t)le(b + pos, 3)) < 0xFFFFFF && len <= lim - pos - 4
                 && b[pos + 3] == self->seq && b[pos + 4] == 0
-                && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size)
-                rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
-                                self->tail, self->verify, self->count_filtered, self->json,
-                                self->skip, self->group, &ev);
+                && (size = len - 1) >= EV_HEADER_LEN && (Py_ssize_t)le(b + pos + 5 + 9, 4) == size) {
+                code = b[pos + 5 + 4];
+                if (self->batch_events == 0 || scan_goes_on(code))
+                    rc = scan_event(self, self->buf, b, pos + 5, size, -1, self->file, self->filter,
+                                    self->tail, self->verify, self->count_filtered, self->json,
+                                    self->skip, self->group, &ev);
+            }
             size += 5;
         } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
                    && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
@@ -588,18 +688,53 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
                             self->filter, self->tail, self->verify, self->count_filtered,
                             self->json, self->skip, 1, &ev);
         }
-        if (rc != 2) break;
-        self->pos = pos + size;
-        if (self->packets) self->seq = (self->seq + 1) & 0xFF;
-        self->skipped++;
+        if (rc == 1 && self->batch != NULL && code == 19) {
+            /* a TABLE_MAP inside the list: mapped (scan_table_map), nothing to hand out */
+            Py_CLEAR(ev);
+            self->batch_events++;
+            rc = 3;
+        }
+        if (rc == 2 || rc == 3) {
+            self->pos = pos + size;
+            if (self->packets) self->seq = (self->seq + 1) & 0xFF;
+            if (rc == 2) {
+                self->skipped++;
+                continue;
+            }
+            self->scanned++;
+            batch_bytes += size;
+            if (PyList_GET_SIZE(self->batch) >= SCAN_BATCH_RECORDS || batch_bytes >= SCAN_BATCH_BYTES)
+                break;
+            continue;
+        }
+        break;
     }
     PyBuffer_Release(&view);
+    PyObject *batch = self->batch;
+    self->batch = NULL;
+    if (batch != NULL) {
+        if (rc < 0) {  /* nothing of the list is handed out: the scan stands before it */
+            self->pos = pos0;
+            self->seq = seq0;
+            Py_DECREF(batch);
+            Py_XDECREF(ev);
+            return NULL;
+        }
+        if (self->batch_events > 0) {
+            /* the list first; the event it stopped at, if any, is scanned again next time
+               (only a rows event whose records the list could not make is decoded twice) */
+            Py_XDECREF(ev);
+            return batch;
+        }
+        Py_DECREF(batch);
+    }
     if (rc == 1) {
         self->pos = pos + size;
         if (self->packets) self->seq = (self->seq + 1) & 0xFF;
         self->scanned++;
         return ev;
     }
+    if (rc < 0) return NULL;
     Py_CLEAR(self->buf);  /* done: an event it does not take, or the chunk's end */
     return NULL;
 }
@@ -611,6 +746,7 @@ static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
     Py_VISIT(self->tables); Py_VISIT(self->phl);
     Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
     Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
+    Py_VISIT(self->records); Py_VISIT(self->gtid); Py_VISIT(self->batch);
     return 0;
 }
 
@@ -621,6 +757,7 @@ static int RowsScanner_clear(RowsScanner *self) {
     Py_CLEAR(self->tables); Py_CLEAR(self->phl);
     Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
     Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
+    Py_CLEAR(self->records); Py_CLEAR(self->gtid); Py_CLEAR(self->batch);
     return 0;
 }
 
@@ -644,6 +781,16 @@ static PyMemberDef RowsScanner_members[] = {
      "their rows, when counted (count_filtered)"},
     {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
      "scan_packets: the sequence id of the next packet"},
+    {"records", T_OBJECT, offsetof(RowsScanner, records), 0,
+     "records mode for this run of packets (set after scan_packets, which clears it): the key "
+     "(\"records\", filter) of each TABLE_MAP's record constants; inside a transaction whose "
+     "left-out tables are passed over, next() hands out lists of change records"},
+    {"gtid", T_OBJECT, offsetof(RowsScanner, gtid), 0,
+     "records mode: the open transaction's GTID text, for its records"},
+    {"batch_events", T_PYSSIZET, offsetof(RowsScanner, batch_events), READONLY,
+     "records mode: the events (rows and TABLE_MAP) behind the last list handed out"},
+    {"batch_rows", T_PYSSIZET, offsetof(RowsScanner, batch_rows), READONLY,
+     "records mode: their rows (an UPDATE's pair counts once)"},
     {"skip", T_INT, offsetof(RowsScanner, skip), 0,
      "skip_filtered for the events still to come (a replica's run sets it as transactions "
      "open and close)"},

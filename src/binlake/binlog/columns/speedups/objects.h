@@ -162,9 +162,45 @@ static PyTypeObject SlotMakerType = {
     .tp_vectorcall_offset = offsetof(SlotMaker, vectorcall),
 };
 
-/* make_records(template, rows, mode) -> list: one record per row, every slot from
-   `template` (in record_class's slot order) except the row number and the images:
-   mode 0 insert (after = row), 1 delete (before = row), 2 update (row = (before, after)). */
+/* One record per row of rows[0:n] appended to `out` (a list), every slot from `tmpl` (in
+   record_class's slot order) except the row number and the images: mode 0 insert (after =
+   row), 1 delete (before = row), 2 update (row = (before, after)). The rows must not change
+   while this runs (allocation may run the GC and finalizers): a tuple or a list of the
+   caller's own. 0, or -1 with an error (the records appended so far stay). */
+static int records_into(PyObject *out, PyObject *const *tmpl, PyObject *const *rows,
+                        Py_ssize_t n, int mode) {
+    if (g_rec_type == NULL || mode < 0 || mode > 2) {
+        PyErr_SetString(PyExc_TypeError, "make_records: record_class() not set or bad mode");
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *row = rows[r], *before = Py_None, *after = Py_None;
+        if (mode == 0) after = row;
+        else if (mode == 1) before = row;
+        else if (PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2) {
+            before = PyTuple_GET_ITEM(row, 0); after = PyTuple_GET_ITEM(row, 1);
+        } else {
+            PyErr_SetString(PyExc_TypeError, "update rows must be (before, after) pairs");
+            return -1;
+        }
+        PyObject *num = PyLong_FromSsize_t(r);
+        if (num == NULL) return -1;
+        PyObject *rec = g_rec_type->tp_alloc(g_rec_type, 0);
+        if (rec == NULL) { Py_DECREF(num); return -1; }
+        for (Py_ssize_t i = 0; i < g_rec_nslots; i++) {
+            PyObject *v = i == g_rec_before ? before : i == g_rec_after ? after
+                          : i == g_rec_row ? num : tmpl[i];
+            if (i != g_rec_row) Py_INCREF(v);  /* `num` is handed over */
+            *(PyObject **)((char *)rec + g_rec_off[i]) = v;
+        }
+        int rc = PyList_Append(out, rec);
+        Py_DECREF(rec);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+/* make_records(template, rows, mode) -> list: records_into for a template tuple. */
 static PyObject *make_records(PyObject *mod, PyObject *args) {
     PyObject *tmpl, *rows_arg;
     int mode;
@@ -177,37 +213,14 @@ static PyObject *make_records(PyObject *mod, PyObject *args) {
        to change the rows under the loop. */
     PyObject *rows = PySequence_Tuple(rows_arg);
     if (rows == NULL) return NULL;
-    Py_ssize_t nrows = PyTuple_GET_SIZE(rows);
-    PyObject *out = PyList_New(nrows);
-    if (out == NULL) { Py_DECREF(rows); return NULL; }
-    for (Py_ssize_t r = 0; r < nrows; r++) {
-        PyObject *row = PyTuple_GET_ITEM(rows, r), *before = Py_None, *after = Py_None;
-        if (mode == 0) after = row;
-        else if (mode == 1) before = row;
-        else if (PyTuple_Check(row) && PyTuple_GET_SIZE(row) == 2) {
-            before = PyTuple_GET_ITEM(row, 0); after = PyTuple_GET_ITEM(row, 1);
-        } else {
-            PyErr_SetString(PyExc_TypeError, "update rows must be (before, after) pairs");
-            goto fail;
-        }
-        PyObject *num = PyLong_FromSsize_t(r);
-        if (num == NULL) goto fail;
-        PyObject *rec = g_rec_type->tp_alloc(g_rec_type, 0);
-        if (rec == NULL) { Py_DECREF(num); goto fail; }
-        for (Py_ssize_t i = 0; i < g_rec_nslots; i++) {
-            PyObject *v = i == g_rec_before ? before : i == g_rec_after ? after
-                          : i == g_rec_row ? num : PyTuple_GET_ITEM(tmpl, i);
-            if (i != g_rec_row) Py_INCREF(v);  /* `num` is handed over */
-            *(PyObject **)((char *)rec + g_rec_off[i]) = v;
-        }
-        PyList_SET_ITEM(out, r, rec);
+    PyObject *out = PyList_New(0);
+    if (out == NULL || records_into(out, &PyTuple_GET_ITEM(tmpl, 0), &PyTuple_GET_ITEM(rows, 0),
+                                    PyTuple_GET_SIZE(rows), mode) < 0) {
+        Py_XDECREF(out);
+        out = NULL;
     }
     Py_DECREF(rows);
     return out;
-fail:
-    Py_DECREF(rows);
-    Py_DECREF(out);
-    return NULL;
 }
 
 #endif  /* BINLAKE_SPEEDUPS_OBJECTS_H */
