@@ -696,14 +696,15 @@ def _records_of_packets(path: Path, merge: bool, table_filter: object = None
         run = dec.scan_packets(buf, pos, len(buf), seq, group=True)
         if run is not None:
             if merge:
-                run.records, run.gtid = key, tracker.gtid
+                run.records, run.gtid, run.merge = key, tracker.gtid, not tracker.xa.holding
             for ev in run:
                 if type(ev) is list:
                     add(ev)
                     lists += 1
                     continue
                 take(ev)
-                run.gtid, run.skip = tracker.gtid, not tracker.xa.holding
+                run.gtid = tracker.gtid
+                run.skip = run.merge = not tracker.xa.holding
             pos, seq = run.pos, run.seq
             if pos == len(buf):
                 break

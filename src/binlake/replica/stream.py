@@ -476,8 +476,7 @@ class BinlogStream:
                     dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
                     run = dec.scan_packets(*unread, group=True)
                     if run is not None and merge_key is not None and not self._skip:
-                        run.records = merge_key  # (the run makes records only while `skip`)
-                        run.gtid = tracker.gtid
+                        run.records, run.gtid, run.merge = merge_key, tracker.gtid, passing
             if run is not None:
                 events, need_ack = run, False
                 skipped, skipped_rows = run.skipped, run.skipped_rows
@@ -547,7 +546,8 @@ class BinlogStream:
                     else:  # (no generator for the GTID, TABLE_MAP and XID of each transaction)
                         self._follow(ev, tracker, dec)
                         if run is not None:  # (a run's GTID or XID opened or closed a transaction)
-                            run.skip = now = tx.in_tx and not tx.implicit_rows and not xa.holding
+                            run.skip = run.merge = now = (tx.in_tx and not tx.implicit_rows
+                                                          and not xa.holding)
                             run.gtid = tracker.gtid
                             passing = passing or now
                             if not tx.in_tx and self._at_end(end, stop_at):

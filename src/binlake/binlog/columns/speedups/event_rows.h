@@ -59,9 +59,12 @@ typedef struct {
     int packets, seq;
     Py_ssize_t limit;
     int group;              /* scan_packets: XID, MariaDB GTID and cached TABLE_MAPs too */
-    /* records mode (a replica's run, set after scan_packets; see scan_records): */
+    /* records mode (set after scan_packets or scan; see scan_records): */
     PyObject *records;      /* the key of each TABLE_MAP's record constants in its
                                row_decoders, ("records", filter); NULL or None: off */
+    int merge;              /* the events still to come may be made records (the caller
+                               says so as transactions open and close: not inside an XA
+                               PREPARE, whose records are held) */
     PyObject *gtid;         /* the open transaction's GTID text for the records (NULL: None) */
     PyObject *batch;        /* the list being filled, during a call of next() */
     Py_ssize_t batch_events, batch_rows;  /* of the last list handed out */
@@ -591,6 +594,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->verified = verified;
     self->packets = 0;
     Py_CLEAR(self->records);
+    self->merge = 0;
     Py_INCREF(self);
     return (PyObject *)self;
 }
@@ -633,6 +637,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->verified = -1;
     self->packets = 1;
     Py_CLEAR(self->records);  /* records mode is asked for run by run */
+    self->merge = 0;
     Py_INCREF(self);
     return (PyObject *)self;
 }
@@ -653,14 +658,15 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
     Py_ssize_t pos, size;
     PyObject *ev = NULL;
     int rc;
-    /* Records mode, inside a transaction whose left-out tables are passed over: the kept
-       rows events become records in one list, the TABLE_MAPs between them are taken (as
-       the replica's loop would: nothing to follow), until an event of another type, one
-       the scan does not take, or the list is long enough. */
+    /* Records mode, while the caller says `merge` (a replica: inside a transaction whose
+       left-out tables are passed over; a file: outside XA PREPAREs): the kept rows events
+       become records in one list, the TABLE_MAPs between them are taken (as the caller's
+       loop would: nothing to follow), until an event of another type, one the scan does
+       not take, or the list is long enough. */
     Py_ssize_t pos0 = self->pos;
     int seq0 = self->seq;
     Py_ssize_t batch_bytes = 0;
-    if (self->packets && self->group && self->skip && !self->json && self->records != NULL
+    if (self->merge && (self->group || !self->packets) && !self->json && self->records != NULL
         && self->records != Py_None) {
         if ((self->batch = PyList_New(0)) == NULL) { PyBuffer_Release(&view); return NULL; }
     }
@@ -687,9 +693,11 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
         } else if (pos >= 0 && view.len - pos >= EV_HEADER_LEN
                    && (size = (Py_ssize_t)le(b + pos + 9, 4)) >= EV_HEADER_LEN
                    && size <= view.len - pos) {
-            rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file,
-                            self->filter, self->tail, self->verify, self->count_filtered,
-                            self->json, self->skip, 1, &ev);
+            code = b[pos + 4];
+            if (self->batch_events == 0 || scan_goes_on(code))
+                rc = scan_event(self, self->buf, b, pos, size, self->base + pos, self->file,
+                                self->filter, self->tail, self->verify, self->count_filtered,
+                                self->json, self->skip, 1, &ev);
         }
         if (rc == 1 && self->batch != NULL && code == 19) {
             /* a TABLE_MAP inside the list: mapped (scan_table_map), nothing to hand out */
@@ -785,9 +793,12 @@ static PyMemberDef RowsScanner_members[] = {
     {"seq", T_INT, offsetof(RowsScanner, seq), READONLY,
      "scan_packets: the sequence id of the next packet"},
     {"records", T_OBJECT, offsetof(RowsScanner, records), 0,
-     "records mode for this run of packets (set after scan_packets, which clears it): the key "
-     "(\"records\", filter) of each TABLE_MAP's record constants; inside a transaction whose "
-     "left-out tables are passed over, next() hands out lists of change records"},
+     "records mode for this run (set after scan_packets or scan, which clear it): the key "
+     "(\"records\", filter) of each TABLE_MAP's record constants; while `merge`, next() "
+     "hands out lists of change records"},
+    {"merge", T_INT, offsetof(RowsScanner, merge), 0,
+     "records mode: the events still to come may be made records (the caller's loop sets it "
+     "as transactions open and close)"},
     {"gtid", T_OBJECT, offsetof(RowsScanner, gtid), 0,
      "records mode: the open transaction's GTID text, for its records"},
     {"batch_events", T_PYSSIZET, offsetof(RowsScanner, batch_events), READONLY,
