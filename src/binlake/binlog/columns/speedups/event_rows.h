@@ -311,7 +311,9 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
         s->batch_events++;
         return 1;
     }
-    Py_INCREF(known);  /* held while records are made (the GC may run) */
+    PyObject *gtid = s->gtid != NULL ? s->gtid : Py_None;
+    Py_INCREF(known);  /* both held while records are made (the GC may run Python code) */
+    Py_INCREF(gtid);
     uint32_t log_pos = (uint32_t)le(e + 13, 4);
     long long start_at = offset, end_at = offset + size;
     if (offset < 0) {
@@ -327,7 +329,7 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
         PyObject *tmpl[16] = {PyTuple_GET_ITEM(s->kinds, kind), PyTuple_GET_ITEM(known, 1),
                               PyTuple_GET_ITEM(known, 2), Py_None, Py_None,
                               PyTuple_GET_ITEM(known, 3), file, start_obj, end_obj, Py_None,
-                              Py_None, s->gtid != NULL ? s->gtid : Py_None, ts, table, Py_None,
+                              Py_None, gtid, ts, table, Py_None,
                               Py_None};
         /* kinds: 0 insert, 1 update, 2 delete; records_into: 0 insert, 1 delete, 2 update */
         if (records_into(s->batch, tmpl, &PyList_GET_ITEM(rows, 0), n,
@@ -340,6 +342,7 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
     Py_XDECREF(start_obj);
     Py_XDECREF(end_obj);
     Py_XDECREF(ts);
+    Py_DECREF(gtid);
     Py_DECREF(known);
     return rc;
 }
