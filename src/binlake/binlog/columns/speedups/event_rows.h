@@ -15,6 +15,11 @@
  * (it may pass left-out tables' rows over only inside a transaction); a run without `maps`
  * takes rows events only.
  *
+ * Records mode (`records`, `merge`, `gtid`: set by the caller for a run): the kept rows
+ * events become change records here, as changes.ChangeTracker makes them, and the run hands
+ * out lists of them, several events' at a time, with the TABLE_MAPs between them taken
+ * (scan_records). For the replica's loop inside a transaction and for `binlake decode`.
+ *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
  * (an unknown table, a decoder shape not built yet, a bad checksum, a malformed image) stops
