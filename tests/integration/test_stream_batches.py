@@ -24,6 +24,17 @@ def _batch(batch, bs) -> tuple:
     return [_key(rec) for rec in batch], bs.position
 
 
+def _same_records_and_positions(lists: list, single: list) -> None:
+    """(items, position) lists hold the (item, position) records in order, and after each
+    list the position is the one changes() gives after its last record."""
+    assert [k for b, _ in lists for k in b] == [k for k, _ in single]
+    ends, i = [], 0
+    for items, _ in lists:
+        i += len(items)
+        ends.append(single[i - 1][1])
+    assert [pos for _, pos in lists] == ends
+
+
 def _batches(url: ServerURL, start: Position, tables=None, limit: int | None = None):
     return collect(url, start, _batch, tables=tables, limit=limit, batches=True)
 
@@ -53,13 +64,7 @@ def test_batches_are_the_records_of_changes_with_the_same_resume_points(mariadb)
     for tables in (None, lambda s, t: t == "b_keep"):
         single = _records(url, start, tables)
         batched = _batches(url, start, tables)
-        assert [k for b, _ in batched for k in b] == [k for k, _ in single]
-        # After a batch, the position is the one changes() gives after its last record.
-        ends, i = [], 0
-        for keys, pos in batched:
-            i += len(keys)
-            ends.append(single[i - 1][1])
-        assert [pos for _, pos in batched] == ends
+        _same_records_and_positions(batched, single)
         assert len(batched) < len(single)  # lists, not one record each
     # Resume from a batch boundary inside the first transaction: the rest, once each.
     kept = _batches(url, start, lambda s, t: t == "b_keep")
@@ -124,12 +129,7 @@ def test_merged_batches_are_the_records_of_changes_with_the_same_resume_points(m
     for tables in (None, lambda s, t: t != "m_skip"):
         single = collect(url, start, lambda rec, bs: (_full(rec), bs.position), tables=tables)
         merged = _merged(url, start, tables)
-        assert [r for b, _ in merged for r in b] == [r for r, _ in single]
-        ends, i = [], 0
-        for recs, _ in merged:
-            i += len(recs)
-            ends.append(single[i - 1][1])
-        assert [pos for _, pos in merged] == ends
+        _same_records_and_positions(merged, single)
         # The run made lists of several events (more than one event position in a list),
         # and ended them at the size it keeps to.
         spans = [len({r[7] for r in b}) for b, _ in merged]
