@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import binlake.changes as changes
 import binlake.files as files_module
 from binlake.binlog.events import RowsEvent
 from binlake.cli import main
@@ -55,4 +56,5 @@ def test_lists_print_what_events_print(corpus_dir: Path, monkeypatch: pytest.Mon
                  for more in ((), ("--start-position", "4"))]
         assert stats[0] == stats[1], path
     assert compared > 40
-    assert lists[0] > 100  # the lists were made (and so compared)
+    if changes._make_records is not None:  # (none without the C extension: events only)
+        assert lists[0] > 100  # the lists were made (and so compared)
