@@ -131,11 +131,10 @@ out:
     return keep;
 }
 
-/* The EventHeader of the event at e (size bytes), and where the event starts and ends:
-   offset < 0 is a stream, where the header's log_pos says where the event ends. NULL with
-   an exception set when out of memory. */
-static PyObject *scan_header(RowsScanner *s, const unsigned char *e, Py_ssize_t size,
-                             long long offset, long long *start_at, long long *end_at) {
+/* Where the event at e (size bytes) starts and ends: offset < 0 is a stream, where the
+   header's log_pos says where the event ends. */
+static inline void scan_span(const unsigned char *e, Py_ssize_t size, long long offset,
+                             long long *start_at, long long *end_at) {
     uint32_t log_pos = (uint32_t)le(e + 13, 4);
     if (offset < 0) {
         *end_at = log_pos;
@@ -144,6 +143,15 @@ static PyObject *scan_header(RowsScanner *s, const unsigned char *e, Py_ssize_t 
         *start_at = offset;
         *end_at = offset + size;
     }
+}
+
+/* The EventHeader of the event at e (size bytes), and where the event starts and ends:
+   offset < 0 is a stream, where the header's log_pos says where the event ends. NULL with
+   an exception set when out of memory. */
+static PyObject *scan_header(RowsScanner *s, const unsigned char *e, Py_ssize_t size,
+                             long long offset, long long *start_at, long long *end_at) {
+    uint32_t log_pos = (uint32_t)le(e + 13, 4);
+    scan_span(e, size, offset, start_at, end_at);
     PyObject *hv[6] = {PyLong_FromUnsignedLong((unsigned long)le(e, 4)), PyLong_FromLong(e[4]),
                        PyLong_FromUnsignedLong((unsigned long)le(e + 5, 4)),
                        PyLong_FromSsize_t(size), PyLong_FromUnsignedLong(log_pos),
@@ -319,12 +327,8 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
     PyObject *gtid = s->gtid != NULL ? s->gtid : Py_None;
     Py_INCREF(known);  /* both held while records are made (the GC may run Python code) */
     Py_INCREF(gtid);
-    uint32_t log_pos = (uint32_t)le(e + 13, 4);
-    long long start_at = offset, end_at = offset + size;
-    if (offset < 0) {
-        end_at = log_pos;
-        start_at = log_pos ? (long long)log_pos - size : 0;
-    }
+    long long start_at, end_at;
+    scan_span(e, size, offset, &start_at, &end_at);
     PyObject *start_obj = PyLong_FromLongLong(start_at), *end_obj = PyLong_FromLongLong(end_at);
     PyObject *ts = PyLong_FromUnsignedLong((unsigned long)le(e, 4));
     int rc = -1;
