@@ -150,11 +150,87 @@ static const char SHORT_ESCAPE[128] = {
     ['"'] = '"', ['\\'] = '\\', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't', ['\b'] = 'b', ['\f'] = 'f',
 };
 
+#ifdef BINLAKE_UTF8_SIMD
+/* 8 bytes of x whose quotes and backslashes are flagged by m, escaped at d (a 16-byte
+   store): the end of what was written. */
+AVX2_TARGET static inline __attribute__((always_inline)) unsigned char *escape8_avx2(
+        unsigned char *d, __m128i x, unsigned m) {
+    _mm_storeu_si128((__m128i *)d, _mm_or_si128(
+        _mm_shuffle_epi8(x, _mm_load_si128((const __m128i *)ESC_SHUF[m])),
+        _mm_load_si128((const __m128i *)ESC_BSL[m])));
+    return d + 8 + __builtin_popcount(m);
+}
+
+/* put_utf8_escaped's AVX2 path: the UTF-8 check and the escaping in one read of the text.
+   Why: a long text was read twice, once by utf8_valid and once to escape it, and each pass
+   cost as much as the other (a quarter of an Arrow run of the `large` table). Each 32-byte
+   block is checked (u8check_avx2_block), then stored as is, or spread 8 bytes at a time
+   around its quotes and backslashes (json_escape_run_avx2's tables), or, with a control
+   character in it, escaped byte by byte. The last part block is only checked here (from
+   a padded copy); the caller escapes it. Bytes of an invalid text may be written: the
+   caller drops them. 1: valid (*ip, *dp: where the whole blocks end), 0: not UTF-8, -1:
+   no memory. */
+AVX2_TARGET static int put_utf8_escaped_avx2(Buf *o, const unsigned char *s, Py_ssize_t n,
+                                             Py_ssize_t *ip, unsigned char **dp) {
+    U8CheckAvx2 c;
+    U8CheckState st;
+    u8check_avx2_init(&c);
+    u8check_avx2_start(&st);
+    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\');
+    const __m256i ctl = _mm256_set1_epi8(0x1F);
+    unsigned char *d = *dp;
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        ROOM(192);  /* 32 bytes escaped as \u00XX at most */
+        __m256i x = _mm256_loadu_si256((const __m256i *)(s + i));
+        if (!u8check_avx2_block(&c, &st, x)) return 0;
+        /* unsigned x <= 0x1F as min(x, 0x1F) == x: bytes >= 0x80 are plain here */
+        unsigned cm = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(x, ctl), x));
+        unsigned q = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(x, quote),
+                                                                    _mm256_cmpeq_epi8(x, bslash)));
+        if ((q | cm) == 0) {
+            _mm256_storeu_si256((__m256i *)d, x);
+            d += 32;
+        } else if (cm == 0) {
+            __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
+            d = escape8_avx2(d, lo, q & 0xFF);
+            d = escape8_avx2(d, _mm_srli_si128(lo, 8), (q >> 8) & 0xFF);
+            d = escape8_avx2(d, hi, (q >> 16) & 0xFF);
+            d = escape8_avx2(d, _mm_srli_si128(hi, 8), q >> 24);
+        } else {
+            for (int k = 0; k < 32; k++) {
+                unsigned char b = s[i + k];
+                if (PLAIN(b)) { *d++ = b; continue; }
+                *d++ = '\\';
+                char e = SHORT_ESCAPE[b];
+                if (e) *d++ = e;
+                else { *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[b >> 4]; *d++ = HEX[b & 15]; }
+            }
+        }
+    }
+    if (!u8check_avx2_run(&c, &st, s, i, n, NULL) || !u8check_avx2_valid(&st)) return 0;
+    *ip = i;
+    *dp = d;
+    return 1;
+}
+#endif
+
 static int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
-    if (!utf8_valid(s, n)) return 0;
+    Py_ssize_t i = 0;
+#ifdef BINLAKE_UTF8_SIMD
+    int checked = g_utf8_simd == UTF8_AVX2 && n >= UTF8_SIMD_MIN;  /* in the one pass below */
+#else
+    int checked = 0;
+#endif
+    if (!checked && !utf8_valid(s, n)) return 0;
     if (buf_reserve(o, n + 16) < 0) return -1;
     unsigned char *d = (unsigned char *)o->p + o->len;
-    Py_ssize_t i = 0;
+#ifdef BINLAKE_UTF8_SIMD
+    if (checked) {
+        int ok = put_utf8_escaped_avx2(o, s, n, &i, &d);
+        if (ok <= 0) return ok;
+    }
+#endif
     for (;;) {
 #ifdef BINLAKE_UTF8_SIMD
         if (g_utf8_simd == UTF8_AVX512) {  /* 64 bytes at a time, quotes and backslashes escaped in place */
