@@ -5,13 +5,15 @@ from pathlib import Path
 from typing import Callable
 
 from binlake.bench.cli import BenchConfig, run_benchmark
+from binlake.bench.runners import DEFAULT_TOOLS
 from binlake.bench.workload import TABLES
 from binlake.devserver import DevServer
 
 
 def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) -> None:
     server = mariadb_factory()  # private: the benchmark rotates the binlog and drops its schema
-    cfg = BenchConfig(scale=1200, repeat=1, seed=5, workdir=tmp_path, timeout=120)
+    cfg = BenchConfig(scale=1200, repeat=1, seed=5, workdir=tmp_path, timeout=120,
+                      tools=(*DEFAULT_TOOLS, "transfer-floor"))
     doc = run_benchmark(cfg, echo=lambda s: None, server=server)
 
     expected = doc["workload"]["counts"]
@@ -29,6 +31,13 @@ def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) 
         assert pmr_tables[f"binlake_bench.{t}"] == want
         assert doc["checks"]["mariadb_binlog_vv_rows"][f"binlake_bench.{t}"] == want
     assert by_label["raw-transfer"]["extra"]["bytes_checked"] == doc["workload"]["binlog_bytes"]
+    # the floor's dump went past the end of the workload's last binlog file
+    floor = by_label["transfer-floor"]["extra"]
+    last, size = list(doc["workload"]["binlog_files"].items())[-1]
+    end_file, end_pos = floor["end"].rsplit(":", 1)
+    assert end_file > last or (end_file == last and int(end_pos) == size), floor
+    assert floor["packets"] > 100
+    assert by_label["transfer-floor"]["rows"] is None
     for m in doc["measurements"]:
         assert m["wall_s"] > 0 and m["max_rss_kb"] > 0
     assert {r["label"] for r in doc["summary"]} == set(by_label)

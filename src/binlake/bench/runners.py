@@ -375,6 +375,36 @@ class RawTransfer(Runner):
         return None, None, {"bytes_checked": got}
 
 
+class TransferFloor(Runner):
+    """The least a live stream can take here: binlake's replica dialogue and receive path,
+    every packet dropped unread (benchmarks/transfer_floor.py). Opt-in; its wall clock and
+    the primary's CPU meanwhile are what the dump thread costs on this machine."""
+
+    name = "transfer-floor"
+    needs_server = True
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        script = BENCH_SCRIPTS / "transfer_floor.py"
+        if not script.is_file():
+            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
+        return [*_python(), str(script), f"mysql://{quote(ctx.user, safe='')}@{ctx.host}:{ctx.port}",
+                ctx.first_file]
+
+    def env(self, ctx: BenchContext) -> dict[str, str]:
+        return {**os.environ, "BINLAKE_PASSWORD": ctx.password}
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        line = _last_json_line(stats.stdout)
+        last = ctx.files[-1]
+        file, _, pos = str(line.get("end")).rpartition(":")
+        # the whole workload came: the dump ended at the end of its last file, or in a later one
+        if not (file > last.name or (file == last.name and int(pos) == last.stat().st_size)):
+            raise BenchError(f"transfer floor ended at {line.get('end')}, before the end of "
+                             f"{last.name} ({last.stat().st_size} bytes)")
+        return None, line.get("seconds"), {"bytes": int(line["bytes"]), "packets": int(line["packets"]),
+                                            "end": line["end"]}
+
+
 class BinlakeArrow(Runner):
     """Hook for the Arrow path (binlake.spark.arrow): decode FILES into CDC record batches.
 
@@ -413,7 +443,8 @@ def _mariadb_binlog() -> str:
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
     r.name: r for r in (BinlakeDecode, BinlakeDecodeJobs, BinlakeStream, PmrStream,
-                        MariadbBinlogVV, RawTransfer, BinlakeArrow, BinlakeArrowJobs)
+                        MariadbBinlogVV, RawTransfer, TransferFloor, BinlakeArrow,
+                        BinlakeArrowJobs)
 }
 DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream",
                  "mariadb-binlog-vv", "raw-transfer")
