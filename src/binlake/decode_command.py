@@ -16,7 +16,7 @@ import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterable, TextIO
 
 from .binlog.constants import EventType
 from .errors import BinlakeError
@@ -145,11 +145,7 @@ class _FileDecoder:
                     if null:
                         ev = None
                         continue
-                    for rec in ev:
-                        if spec.output == "jsonl":
-                            write_jsonl(out, rec.to_json_dict())
-                        else:
-                            out.write(record_text(rec) + "\n")
+                    write_records(out, ev, spec.output)
                     continue
                 if until is not None and ev.offset >= until and opens_group(ev):
                     reached = ev.offset
@@ -176,11 +172,7 @@ class _FileDecoder:
                 if spec.what == "events":
                     print_event(out, ev, spec.output)
                 else:
-                    for rec in records:
-                        if spec.output == "jsonl":
-                            write_jsonl(out, rec.to_json_dict())
-                        else:
-                            out.write(record_text(rec) + "\n")
+                    write_records(out, records, spec.output)
         finally:
             counts.events += events
             counts.rows += rows
@@ -383,6 +375,17 @@ def _copy_out(spool: str, out: TextIO) -> None:
 def write_jsonl(out: Any, obj: dict[str, Any]) -> None:
     out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
     out.write("\n")
+
+
+def write_records(out: Any, records: Iterable[Any], output: str) -> None:
+    """Change records as lines of `output` ("jsonl" or "text"): the one writer of
+    `decode` (events or lists of records) and `stream`."""
+    if output == "jsonl":
+        for rec in records:
+            write_jsonl(out, rec.to_json_dict())
+    else:
+        for rec in records:
+            out.write(record_text(rec) + "\n")
 
 
 def print_event(out: Any, ev: Any, output: str) -> None:

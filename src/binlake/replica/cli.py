@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..decode_command import record_text, write_jsonl
+from ..decode_command import write_jsonl, write_records
 from ..errors import BinlakeError, ConfigError
 from .position import Position
 
@@ -141,12 +141,8 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         try:
             for batch in bs.batches(per_event=False):  # records of one or more rows events
                 n += len(batch)
-                if output == "jsonl":
-                    for rec in batch:
-                        write_jsonl(sink, rec.to_json_dict())
-                elif output == "text":
-                    for rec in batch:
-                        sink.write(record_text(rec) + "\n")
+                if output != "null":
+                    write_records(sink, batch, output)
                 if bs.stop_requested:
                     break
             finished = True
