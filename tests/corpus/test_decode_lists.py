@@ -46,7 +46,7 @@ def test_lists_print_what_events_print(corpus_dir: Path, monkeypatch: pytest.Mon
         if "encrypt" in path.name:
             continue
         table = _first_table(path)
-        for extra in ((), ("--tables", table or "x.none")):
+        for extra in ((), ("--tables", table or "x.none"), ("--output", "text")):
             got = CliRunner().invoke(main, ["decode", *extra, str(path)])
             want = CliRunner().invoke(main, ["decode", "--start-position", "4", *extra, str(path)])
             assert (got.exit_code, got.output) == (want.exit_code, want.output), (path, extra)
