@@ -356,6 +356,9 @@ def read_part(path: str | Path, begin: int | None, end: int | None, *,
         yield from events
         return
     for ev in events:
+        if type(ev) is int:  # (events added to a batch in C: never a group's first)
+            yield ev
+            continue
         if ev.offset >= end and opens_group(ev):
             if ev.offset == end:
                 return

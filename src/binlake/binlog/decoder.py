@@ -159,8 +159,18 @@ class BinlogDecoder:
         one-table decode. For a reader that asks every rows event for its records and
         needs no more of it (binlake decode's records)."""
         self.records_state: Callable[[], tuple[str | None, bool]] | None = None
+        self.segments_target: tuple[Any, Any, Any, int, int] | None = None
+        """File mode, with the C scanner and `json_images`: (CdcSegments, before column,
+        after column, most rows, most bytes) of the Arrow batch a reader builds. The kept
+        rows events of a run (and the TABLE_MAPs between them) go into it in C, as
+        CdcSegments.event adds an event, and events() hands out how many it took (an int)
+        in their place, when the batch is full or the run ends; `records_state` says the
+        GTID and whether they may go in, as for records. Why: on the Arrow path a big row
+        is an event of its own, and the event object and the Python loop around it were
+        ~0.17 s of a one-table `large` run. For events_to_batches."""
         self.batch_events = 0
-        """The events (rows and TABLE_MAP) behind the last list of records handed out."""
+        """The events (rows and TABLE_MAP) behind the last list of records (or count of
+        events added to a batch) handed out."""
 
     # -- file mode -------------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview, *, borrowed: bool = False) -> None:
@@ -224,7 +234,8 @@ class BinlogDecoder:
 
     def events(self) -> Iterator[Event | list[Any]]:
         """Yield every complete event fed so far; keeps a partial tail for the next feed.
-        (With `records_key` set, lists of change records come among them.)"""
+        (With `records_key` set, lists of change records come among them; with
+        `segments_target`, counts of events added to a batch.)"""
         if not self._magic_checked:
             if self._carry_len + len(self._buf) - self._read < 4:
                 return
@@ -247,19 +258,24 @@ class BinlogDecoder:
                                    self.table_filter, self.count_filtered, self.json_images,
                                    self.skip_filtered, self.verified_until, self._tm_cache)
                 key, state = self.records_key, self.records_state
-                if key is not None and state is not None:
-                    run.records = key
+                merging = state is not None and (key is not None or self.segments_target is not None)
+                if merging:
+                    if key is not None:
+                        run.records = key
+                    else:
+                        run.segments = self.segments_target
                     run.gtid, run.merge = state()
                 for ev in run:
                     self._read = run.pos
-                    if type(ev) is list:  # records mode: a list of records, not an event
+                    t = type(ev)
+                    if t is list or t is int:  # records mode's list, segments mode's count
                         self.events_decoded += run.batch_events
                         self.batch_events = run.batch_events
                         yield ev
                         continue
                     self.events_decoded += 1
                     yield ev
-                    if key is not None and state is not None:  # (the event may open or close one)
+                    if merging:  # (the event may open or close one)
                         run.gtid, run.merge = state()
                 self._read = run.pos  # (after the events it passed over, if any)
             buf, read = self._buf, self._read

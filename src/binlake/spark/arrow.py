@@ -460,6 +460,11 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
         yield builder.flush()
 
 
+SEGMENTS_MODE = True
+"""events_to_batches lets the decoder's C scanner add rows events to the batch itself
+(BinlogDecoder.segments_target); tests turn it off to compare."""
+
+
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       tables: Callable[[str, str], bool] | None = None,
                       statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
@@ -472,7 +477,9 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     made with `json_images=True` the images are already JSON, so there is no Python work per
     row at all (C-level list extends only). `decoder`: the one `events` come from (one
     file, `tables` its filter), told when the left-out tables' rows events may be passed
-    over unseen (`changes.left_out_rows_needed`).
+    over unseen (`changes.left_out_rows_needed`); with JSON images and the C extension, its
+    scanner adds the rows events of its runs to the batch itself and hands out how many
+    (`BinlogDecoder.segments_target`), so there is no Python work per event either.
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
     builder = CdcBatchBuilder()
@@ -482,36 +489,52 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     xa = tracker.xa
     # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
     check = tables is not None and getattr(decoder, "table_filter", None) is not tables
+    targeted = False
     if decoder is not None:
         left_out_rows_needed(decoder, tracker)
-    for ev in events:
-        if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
-            if ev.filtered:
+        targeted = (SEGMENTS_MODE and not check and getattr(decoder, "json_images", False)
+                    and type(segs) is not _PySegments)
+        if targeted:
+            # The C scanner adds the kept rows events of its runs to the batch itself and
+            # hands out how many it took (BinlogDecoder.segments_target).
+            decoder.segments_target = (segs, before, after, batch_size, max_bytes)
+            decoder.records_state = lambda: (tracker.gtid, not xa.holding)
+    try:
+        for ev in events:
+            if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch
+                if len(segs) >= batch_size or segs.nbytes >= max_bytes:
+                    yield builder.flush()
                 continue
-            if check:
-                tm = ev.table
-                if not tables(tm.schema, tm.table):
+            if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
+                if ev.filtered:
                     continue
-            n = len(ev.rows)
-            if len(segs) + n <= batch_size:  # the whole event fits: the common case
-                if take(ev, tracker.gtid, before, after, 0, None) is None:
-                    add_rows_python(ev, tracker.gtid)  # (not asking C twice)
+                if check:
+                    tm = ev.table
+                    if not tables(tm.schema, tm.table):
+                        continue
+                n = len(ev.rows)
+                if len(segs) + n <= batch_size:  # the whole event fits: the common case
+                    if take(ev, tracker.gtid, before, after, 0, None) is None:
+                        add_rows_python(ev, tracker.gtid)  # (not asking C twice)
+                else:
+                    i = 0
+                    while i < n:  # a big event is cut to keep batches within batch_size
+                        step = max(1, batch_size - len(segs))
+                        add_rows(ev, tracker.gtid, i, i + step)
+                        i += step
+                        if i < n and (len(segs) >= batch_size or segs.nbytes >= max_bytes):
+                            yield builder.flush()
             else:
-                i = 0
-                while i < n:  # a big event is cut to keep batches within batch_size
-                    step = max(1, batch_size - len(segs))
-                    add_rows(ev, tracker.gtid, i, i + step)
-                    i += step
-                    if i < n and (len(segs) >= batch_size or segs.nbytes >= max_bytes):
-                        yield builder.flush()
-        else:
-            for rec in tracker.records(ev):
-                if rec.table_map is None and not statements:
-                    continue
-                builder.add(rec)
-            if decoder is not None:
-                left_out_rows_needed(decoder, tracker)
-        if len(segs) >= batch_size or segs.nbytes >= max_bytes:
-            yield builder.flush()
+                for rec in tracker.records(ev):
+                    if rec.table_map is None and not statements:
+                        continue
+                    builder.add(rec)
+                if decoder is not None:
+                    left_out_rows_needed(decoder, tracker)
+            if len(segs) >= batch_size or segs.nbytes >= max_bytes:
+                yield builder.flush()
+    finally:  # (the decoder is the caller's: it does not keep this batch)
+        if targeted:
+            decoder.segments_target = decoder.records_state = None
     if len(segs):
         yield builder.flush()

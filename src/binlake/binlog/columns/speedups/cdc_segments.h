@@ -198,6 +198,38 @@ static PyObject *seg_fields(CdcSegments *self, PyObject *op, PyObject *schema, P
     return t;
 }
 
+/* Rows [start, stop) of a rows event's packed images as one segment (kind 0 insert,
+   1 update, 2 delete; `op` its name): the images into their columns, the segment's fields
+   once. The bytes of images added, or -1. Shared by event() and the RowsScanner's segments
+   mode (event_rows.h), which adds rows events without making event objects. */
+static Py_ssize_t seg_rows(CdcSegments *self, ImageColumn *before, ImageColumn *after,
+                           ImageRows *rows, int kind, Py_ssize_t start, Py_ssize_t stop,
+                           PyObject *op, PyObject *schema, PyObject *table, PyObject *file,
+                           PyObject *pos, PyObject *end, PyObject *inner, PyObject *gtid,
+                           PyObject *ts) {
+    if (kind == 1 && rows->sides != 2) {
+        PyErr_SetString(PyExc_ValueError, "an update's images come in two sides");
+        return -1;
+    }
+    PyObject *seg = seg_fields(self, op, schema, table, file, pos, end, inner, gtid, ts);
+    if (seg == NULL) return -1;
+    Py_ssize_t k = stop - start, b = 0, a = 0;
+    if (kind == 1) {
+        b = col_run(before, rows, 0, start, stop);
+        a = b < 0 ? -1 : col_run(after, rows, 1, start, stop);
+    } else if (kind == 0) {
+        b = col_nulls(before, k);
+        a = b < 0 ? -1 : col_run(after, rows, 0, start, stop);
+    } else {
+        b = col_run(before, rows, 0, start, stop);
+        a = b < 0 ? -1 : col_nulls(after, k);
+    }
+    if (a < 0 || seg_add(self, seg, start, k) < 0) { Py_DECREF(seg); return -1; }
+    Py_DECREF(seg);
+    self->nbytes += a + b;
+    return a + b;
+}
+
 /* event(ev, gtid, before, after, start, stop) -> bytes of images added, or None: rows
    [start, stop) of a rows event whose images are packed (ImageRows) as one segment, as the
    builder's add_rows would add them; None (nothing added) for any other event or columns. */
@@ -241,27 +273,9 @@ static PyObject *CdcSegments_event(CdcSegments *self, PyObject *const *args, Py_
     int update = PyUnicode_CompareWithASCIIString(kind, "update") == 0;
     int insert = !update && PyUnicode_CompareWithASCIIString(kind, "insert") == 0;
     if (!update && !insert && PyUnicode_CompareWithASCIIString(kind, "delete") != 0) Py_RETURN_NONE;
-    if (update && rows->sides != 2) {
-        PyErr_SetString(PyExc_ValueError, "an update's images come in two sides");
-        return NULL;
-    }
-    PyObject *seg = seg_fields(self, kind, schema, table, file, pos, end, inner, gtid, ts);
-    if (seg == NULL) return NULL;
-    Py_ssize_t k = stop - start, b = 0, a = 0;
-    if (update) {
-        b = col_run(before, rows, 0, start, stop);
-        a = b < 0 ? -1 : col_run(after, rows, 1, start, stop);
-    } else if (insert) {
-        b = col_nulls(before, k);
-        a = b < 0 ? -1 : col_run(after, rows, 0, start, stop);
-    } else {
-        b = col_run(before, rows, 0, start, stop);
-        a = b < 0 ? -1 : col_nulls(after, k);
-    }
-    if (a < 0 || seg_add(self, seg, start, k) < 0) { Py_DECREF(seg); return NULL; }
-    Py_DECREF(seg);
-    self->nbytes += a + b;
-    return PyLong_FromSsize_t(a + b);
+    Py_ssize_t added = seg_rows(self, before, after, rows, insert ? 0 : update ? 1 : 2, start, stop,
+                                kind, schema, table, file, pos, end, inner, gtid, ts);
+    return added < 0 ? NULL : PyLong_FromSsize_t(added);
 }
 
 /* record(rec, before, after) -> True if the record went in as a segment of one row (its

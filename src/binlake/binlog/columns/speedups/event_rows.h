@@ -20,6 +20,12 @@
  * out lists of them, several events' at a time, with the TABLE_MAPs between them taken
  * (scan_records). For the replica's loop inside a transaction and for `binlake decode`.
  *
+ * Segments mode (`segments`, `merge`, `gtid`: set by the caller for a run, with JSON
+ * images): the kept rows events go straight into the Arrow batch being built (a
+ * CdcSegments and its two image columns, as CdcSegments.event adds them), with the
+ * TABLE_MAPs between them taken, and the run hands out how many events it took, when the
+ * batch is full or the run ends (scan_segments). For the Arrow path's events_to_batches.
+ *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
  * (an unknown table, a decoder shape not built yet, a bad checksum, a malformed image) stops
@@ -73,6 +79,13 @@ typedef struct {
     PyObject *gtid;         /* the open transaction's GTID text for the records (NULL: None) */
     PyObject *batch;        /* the list being filled, during a call of next() */
     Py_ssize_t batch_events, batch_rows;  /* of the last list handed out */
+    /* segments mode (set after scan; see scan_segments): */
+    PyObject *segments;     /* (CdcSegments, before ImageColumn, after ImageColumn, most rows,
+                               most bytes) of the Arrow batch being built; NULL or None: off */
+    int seg_on;             /* during a call of next(): the mode is on, with these: */
+    CdcSegments *seg;
+    ImageColumn *seg_before, *seg_after;
+    Py_ssize_t seg_max_rows, seg_max_bytes;
 } RowsScanner;
 
 /* Records mode: a list ends once it has this many records, or after the events of this
@@ -356,10 +369,54 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
     return rc;
 }
 
+/* Segments mode: the rows of a kept rows event at e, its images packed as JSON by the scan
+   (ImageRows), added to the Arrow batch being built (s->seg), as CdcSegments.event adds an
+   event: one segment with its fields once, the images into their columns, the open
+   transaction's GTID (s->gtid). Why: on the Arrow path a big row is an event of its own,
+   and the event object and the Python loop around it cost ~3 us an event (0.17 s of a
+   `large` run). 1: added (or no rows), 0: not taken (it would take the batch past its
+   rows, so it goes out as an event that Python cuts), -1: an error. */
+static int scan_segments(RowsScanner *s, PyObject *table, PyObject *rows, int kind,
+                         const unsigned char *e, Py_ssize_t size, long long offset,
+                         PyObject *file) {
+    if (!Py_IS_TYPE(rows, &ImageRowsType)) return 0;
+    ImageRows *ir = (ImageRows *)rows;
+    if (s->seg->rows.n + ir->n > s->seg_max_rows) return 0;
+    if (ir->n == 0) {  /* as event(): nothing to add */
+        s->batch_events++;
+        return 1;
+    }
+    PyObject *gtid = s->gtid != NULL ? s->gtid : Py_None;
+    Py_INCREF(gtid);  /* held while Python code may run (the collector) */
+    long long start_at, end_at;
+    scan_span(e, size, offset, &start_at, &end_at);
+    PyObject *schema = PyObject_GetAttr(table, s_schema);
+    PyObject *name = schema != NULL ? PyObject_GetAttr(table, s_table) : NULL;
+    PyObject *start_obj = PyLong_FromLongLong(start_at), *end_obj = PyLong_FromLongLong(end_at);
+    PyObject *ts = PyLong_FromUnsignedLong((unsigned long)le(e, 4));
+    int rc = -1;
+    if (schema != NULL && name != NULL && start_obj != NULL && end_obj != NULL && ts != NULL
+        && seg_rows(s->seg, s->seg_before, s->seg_after, ir, kind, 0, ir->n,
+                    PyTuple_GET_ITEM(s->kinds, kind), schema, name, file, start_obj, end_obj,
+                    Py_None, gtid, ts) >= 0) {
+        s->batch_events++;
+        s->batch_rows += ir->n;
+        rc = 1;
+    }
+    Py_XDECREF(schema);
+    Py_XDECREF(name);
+    Py_XDECREF(start_obj);
+    Py_XDECREF(end_obj);
+    Py_XDECREF(ts);
+    Py_DECREF(gtid);
+    return rc;
+}
+
 /* The event at b[pos, pos + size): 1 and *out (a RowsEvent), 2 when `skip` is set and the
    filter leaves its table out (checked, its rows counted in s->skipped_rows if
    count_filtered, not handed out), 3 when records mode (s->batch set) made its records
-   (scan_records), 0 when the general path must
+   (scan_records) or segments mode (s->seg_on) added it to the batch (scan_segments), 0
+   when the general path must
    decode it (no exception set), -1 on an error that is not the event's (the filter raised,
    no memory). offset < 0: a stream, where the header's log_pos says where the event ends. */
 static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, Py_ssize_t pos,
@@ -480,6 +537,11 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         if (p < 0) goto decode_failed;
     }
     if (p != end) goto done;
+    if (s->seg_on && !filtered && json) {
+        int made = scan_segments(s, table, rows, kind, e, size, offset, file);
+        if (made < 0) goto error;
+        if (made) { rc = 3; goto done; }
+    }
     if (s->batch != NULL && !filtered && !json) {
         int made = scan_records(s, decoders, table, rows, kind, e, size, offset, file);
         if (made < 0) goto error;
@@ -606,6 +668,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->verified = verified;
     self->packets = 0;
     Py_CLEAR(self->records);
+    Py_CLEAR(self->segments);
     self->merge = 0;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -648,7 +711,8 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->skip = PyObject_IsTrue(args[10]);
     self->verified = -1;
     self->packets = 1;
-    Py_CLEAR(self->records);  /* records mode is asked for run by run */
+    Py_CLEAR(self->records);  /* records and segments modes are asked for run by run */
+    Py_CLEAR(self->segments);
     self->merge = 0;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -682,6 +746,34 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
         && self->records != Py_None) {
         if ((self->batch = PyList_New(0)) == NULL) { PyBuffer_Release(&view); return NULL; }
     }
+    /* Segments mode, while the caller says `merge`: the kept rows events (JSON images) go
+       into the Arrow batch being built, the TABLE_MAPs between them are taken, until an
+       event of another type, one the scan does not take, or the batch is full; then the
+       count of events taken is handed out. What is added stays added, even if an error
+       comes after it: `pos` is past it. */
+    PyObject *segments = NULL;
+    if (self->merge && (self->group || !self->packets) && self->json && self->segments != NULL
+        && self->segments != Py_None) {
+        segments = self->segments;
+        Py_INCREF(segments);  /* held: the caller could set another during the call */
+        if (!PyTuple_Check(segments) || PyTuple_GET_SIZE(segments) != 5
+            || !Py_IS_TYPE(PyTuple_GET_ITEM(segments, 0), &CdcSegmentsType)
+            || !Py_IS_TYPE(PyTuple_GET_ITEM(segments, 1), &ImageColumnType)
+            || !Py_IS_TYPE(PyTuple_GET_ITEM(segments, 2), &ImageColumnType)) {
+            PyErr_SetString(PyExc_TypeError, "segments must be (CdcSegments, ImageColumn, "
+                            "ImageColumn, most rows, most bytes)");
+            Py_DECREF(segments);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        self->seg = (CdcSegments *)PyTuple_GET_ITEM(segments, 0);
+        self->seg_before = (ImageColumn *)PyTuple_GET_ITEM(segments, 1);
+        self->seg_after = (ImageColumn *)PyTuple_GET_ITEM(segments, 2);
+        self->seg_max_rows = PyLong_AsSsize_t(PyTuple_GET_ITEM(segments, 3));
+        self->seg_max_bytes = PyLong_AsSsize_t(PyTuple_GET_ITEM(segments, 4));
+        if (PyErr_Occurred()) { Py_DECREF(segments); PyBuffer_Release(&view); return NULL; }
+        self->seg_on = 1;
+    }
     self->batch_events = self->batch_rows = 0;
     for (;;) {  /* until an event to hand out, or one the scan does not take */
         pos = self->pos;
@@ -711,7 +803,7 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
                                 self->filter, self->tail, self->verify, self->count_filtered,
                                 self->json, self->skip, 1, &ev);
         }
-        if (rc == 1 && self->batch != NULL && code == 19) {
+        if (rc == 1 && (self->batch != NULL || self->seg_on) && code == 19) {
             /* a TABLE_MAP inside the list: mapped (scan_table_map), nothing to hand out */
             Py_CLEAR(ev);
             self->batch_events++;
@@ -726,6 +818,11 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
             }
             self->scanned++;
             batch_bytes += size;
+            if (self->seg_on) {
+                if (self->seg->rows.n >= self->seg_max_rows || self->seg->nbytes >= self->seg_max_bytes)
+                    break;  /* the batch is full: the caller flushes it */
+                continue;
+            }
             if (PyList_GET_SIZE(self->batch) >= SCAN_BATCH_RECORDS || batch_bytes >= SCAN_BATCH_BYTES)
                 break;
             continue;
@@ -733,6 +830,22 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
         break;
     }
     PyBuffer_Release(&view);
+    if (segments != NULL) {
+        self->seg_on = 0;
+        self->seg = NULL;
+        self->seg_before = self->seg_after = NULL;
+        Py_DECREF(segments);
+        if (rc < 0) {  /* the events before it stay in the batch, and `pos` past them */
+            Py_XDECREF(ev);
+            return NULL;
+        }
+        if (self->batch_events > 0) {
+            /* their count first; the event it stopped at, if any, is scanned again next time
+               (a rows event that did not fit the batch is decoded twice) */
+            Py_XDECREF(ev);
+            return PyLong_FromSsize_t(self->batch_events);
+        }
+    }
     PyObject *batch = self->batch;
     self->batch = NULL;
     if (batch != NULL) {
@@ -770,6 +883,7 @@ static int RowsScanner_traverse(RowsScanner *self, visitproc visit, void *arg) {
     Py_VISIT(self->buf); Py_VISIT(self->file); Py_VISIT(self->filter);
     Py_VISIT(self->verdicts); Py_VISIT(self->verdict_filter);
     Py_VISIT(self->records); Py_VISIT(self->gtid); Py_VISIT(self->batch);
+    Py_VISIT(self->segments);
     return 0;
 }
 
@@ -781,6 +895,7 @@ static int RowsScanner_clear(RowsScanner *self) {
     Py_CLEAR(self->buf); Py_CLEAR(self->file); Py_CLEAR(self->filter);
     Py_CLEAR(self->verdicts); Py_CLEAR(self->verdict_filter);
     Py_CLEAR(self->records); Py_CLEAR(self->gtid); Py_CLEAR(self->batch);
+    Py_CLEAR(self->segments);
     return 0;
 }
 
@@ -809,12 +924,18 @@ static PyMemberDef RowsScanner_members[] = {
      "(\"records\", filter) of each TABLE_MAP's record constants; while `merge`, next() "
      "hands out lists of change records"},
     {"merge", T_INT, offsetof(RowsScanner, merge), 0,
-     "records mode: the events still to come may be made records (the caller's loop sets it "
-     "as transactions open and close)"},
+     "records and segments modes: the events still to come may be made records or added to "
+     "the batch (the caller's loop sets it as transactions open and close)"},
     {"gtid", T_OBJECT, offsetof(RowsScanner, gtid), 0,
-     "records mode: the open transaction's GTID text, for its records"},
+     "records and segments modes: the open transaction's GTID text, for its rows"},
+    {"segments", T_OBJECT, offsetof(RowsScanner, segments), 0,
+     "segments mode for this run (set after scan or scan_packets, which clear it): "
+     "(CdcSegments, before ImageColumn, after ImageColumn, most rows, most bytes) of the Arrow "
+     "batch being built; while `merge`, with JSON images, next() adds the kept rows events "
+     "to it and hands out how many events it took"},
     {"batch_events", T_PYSSIZET, offsetof(RowsScanner, batch_events), READONLY,
-     "records mode: the events (rows and TABLE_MAP) behind the last list handed out"},
+     "records mode: the events (rows and TABLE_MAP) behind the last list handed out; "
+     "segments mode: the events behind the last count"},
     {"batch_rows", T_PYSSIZET, offsetof(RowsScanner, batch_rows), READONLY,
      "records mode: their rows (an UPDATE's pair counts once)"},
     {"skip", T_INT, offsetof(RowsScanner, skip), 0,
