@@ -232,7 +232,7 @@ class BinlogDecoder:
             return _U32.unpack_from(self._front(13), 9)[0]
         return _U32.unpack_from(self._buf, self._read + 9)[0]
 
-    def events(self) -> Iterator[Event | list[Any]]:
+    def events(self) -> Iterator[Event | list[Any] | int]:
         """Yield every complete event fed so far; keeps a partial tail for the next feed.
         (With `records_key` set, lists of change records come among them; with
         `segments_target`, counts of events added to a batch.)"""
