@@ -264,6 +264,24 @@ def _python() -> list[str]:
     return [sys.executable, "-X", "utf8"]
 
 
+def _bench_script(name: str) -> str:
+    """The path of a script in benchmarks/ (a contestant that is not a `binlake` command)."""
+    script = BENCH_SCRIPTS / name
+    if not script.is_file():
+        raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
+    return str(script)
+
+
+def _url_without_password(ctx: BenchContext) -> str:
+    """The server's URL for binlake's replica; the password goes in BINLAKE_PASSWORD
+    (_password_env), kept out of argv and the JSON."""
+    return f"mysql://{quote(ctx.user, safe='')}@{ctx.host}:{ctx.port}"
+
+
+def _password_env(ctx: BenchContext) -> dict[str, str]:
+    return {**os.environ, "BINLAKE_PASSWORD": ctx.password}
+
+
 class BinlakeDecode(Runner):
     """binlake decode FILES --output null --stats (checksums verified, the default)."""
 
@@ -295,15 +313,14 @@ class BinlakeStream(Runner):
     needs_server = True
 
     def command(self, ctx: BenchContext) -> list[str]:
-        cmd = [*_python(), "-m", "binlake.cli", "stream",
-               f"mysql://{quote(ctx.user, safe='')}@{ctx.host}:{ctx.port}",
+        cmd = [*_python(), "-m", "binlake.cli", "stream", _url_without_password(ctx),
                "--start", f"{ctx.first_file}:4", "--until-end", "--output", "null", "--stats"]
         if self.table:
             cmd += ["--tables", self.qualified_table or ""]
         return cmd
 
     def env(self, ctx: BenchContext) -> dict[str, str]:
-        return {**os.environ, "BINLAKE_PASSWORD": ctx.password}  # kept out of argv and JSON
+        return _password_env(ctx)
 
 
 class PmrStream(Runner):
@@ -313,10 +330,7 @@ class PmrStream(Runner):
     needs_server = True
 
     def command(self, ctx: BenchContext) -> list[str]:
-        script = BENCH_SCRIPTS / "pmr_stream.py"
-        if not script.is_file():
-            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
-        cmd = [*_python(), str(script), ctx.url, ctx.first_file]
+        cmd = [*_python(), _bench_script("pmr_stream.py"), ctx.url, ctx.first_file]
         if self.table:
             cmd += ["--tables", self.qualified_table or ""]
         return cmd
@@ -384,14 +398,11 @@ class TransferFloor(Runner):
     needs_server = True
 
     def command(self, ctx: BenchContext) -> list[str]:
-        script = BENCH_SCRIPTS / "transfer_floor.py"
-        if not script.is_file():
-            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
-        return [*_python(), str(script), f"mysql://{quote(ctx.user, safe='')}@{ctx.host}:{ctx.port}",
+        return [*_python(), _bench_script("transfer_floor.py"), _url_without_password(ctx),
                 ctx.first_file]
 
     def env(self, ctx: BenchContext) -> dict[str, str]:
-        return {**os.environ, "BINLAKE_PASSWORD": ctx.password}
+        return _password_env(ctx)
 
     def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
         line = _last_json_line(stats.stdout)
@@ -416,10 +427,7 @@ class BinlakeArrow(Runner):
     options: tuple[str, ...] = ()
 
     def command(self, ctx: BenchContext) -> list[str]:
-        script = BENCH_SCRIPTS / "arrow_decode.py"
-        if not script.is_file():
-            raise BenchError(f"{script} is missing: run the benchmark from a source checkout")
-        cmd = [*_python(), str(script), *self.options]
+        cmd = [*_python(), _bench_script("arrow_decode.py"), *self.options]
         if self.table:
             cmd += ["--tables", self.qualified_table or ""]
         return cmd + [str(p) for p in ctx.files]
