@@ -490,11 +490,23 @@ def test_apply_step_merges_snapshot_and_stream(spark: Any, concurrent: dict[str,
 
 
 def test_high_right_after_a_binlog_rotation(mariadb: Any, url: str) -> None:
-    """The binlog end just after a rotation is behind the new file's header, where no stream
-    stops; HIGH is then the file's start (the same state)."""
+    """The binlog end just after a rotation is behind the new file's header events; the
+    backfill's stream reaches it there (its boundary moves over header events)."""
     _fresh_int_table(mariadb, "snap_rotate", 100)
     (c,) = S.plan_snapshot(url, f"{DB}.snap_rotate", chunks=1)
     res = S.read_chunk(url, c, server_id=6449010, after_select=lambda: mariadb.sql(
         "UPDATE snap_rotate SET n = -1 WHERE id = 4", "FLUSH BINARY LOGS"))
-    assert res.high == (mariadb.binlog_end()[0], 4) and res.low[0] != res.high[0]
-    assert json.loads(res.rows[(4,)])["n"] == -1
+    assert res.high == mariadb.binlog_end() and res.high[1] > 4 and res.low[0] != res.high[0]
+    assert json.loads(res.rows[(4,)])["n"] == -1 and res.backfilled == 1
+
+
+def test_snapshot_of_an_idle_server_just_rotated(mariadb: Any, url: str) -> None:
+    """LOW and HIGH both behind a fresh file's header events (the first sync after a
+    restart or FLUSH BINARY LOGS): the chunk is read, nothing to backfill."""
+    _fresh_int_table(mariadb, "snap_rotated_idle", 50)
+    mariadb.sql("FLUSH BINARY LOGS")
+    (c,) = S.plan_snapshot(url, f"{DB}.snap_rotated_idle", chunks=1)
+    res = S.read_chunk(url, c, server_id=6449011)
+    end = mariadb.binlog_end()
+    assert res.high == end and res.low[0] == end[0] and 4 < res.low[1] <= end[1]
+    assert len(res.rows) == 50 and res.backfilled == 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,27 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
                                "rows": report.rows, "stream_start": report.stream_start}))
     except BinlakeError as exc:
         raise click.ClickException(str(exc)) from None
+    except Exception as exc:
+        line = spark_error_line(exc)
+        if line is None:
+            raise
+        raise click.ClickException(line) from None
+
+
+_WRAPPED = re.compile(r"^(?:binlake\.[\w.]+\.)?(\w*(?:Error|Unavailable|Mismatch|Lost)): (.+)$",
+                      re.MULTILINE)
+
+
+def spark_error_line(exc: BaseException) -> str | None:
+    """The binlake error inside an exception Spark wrapped it in (a Python worker's
+    traceback carried by a JVM exception), as its one line; None if there is none."""
+    text = str(exc)
+    if "binlake" not in text:
+        return None
+    found = [m for m in _WRAPPED.finditer(text) if "binlake." in m.group(0)]
+    if not found:
+        return None
+    return found[-1].group(2).strip()
 
 
 def _progress(info: dict[str, Any]) -> None:

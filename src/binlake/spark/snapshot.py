@@ -14,8 +14,9 @@ Per chunk (one Spark partition, on an executor):
    LOCK`, as mysqldump does, so no transaction is between its binlog write and its commit;
    that path is not tested here, no MySQL server is available).
 2. SELECT the chunk's key range (plain SQL, no row locks), COMMIT.
-3. HIGH: the binlog end (`SHOW MASTER STATUS`) after the SELECT (the new file's offset 4
-   when the end is just behind a rotated file's header: a stream cannot stop there).
+3. HIGH: the binlog end (`SHOW MASTER STATUS`) after the SELECT. Right after a rotation
+   both may be just behind the new file's header events; a stream's boundary moves over
+   those events, so it reaches such a position like any other.
 4. Backfill: replay the binlog [LOW, HIGH) of this table (`BinlogStream(start=LOW,
    stop_at=HIGH)`, FULL row images) onto the chunk: inserts and updates put the new image of
    keys in the chunk, deletes and updates away remove them, TRUNCATE empties it. The chunk is
@@ -720,7 +721,7 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
             if after_select is not None:
                 after_select()
             if t.key:
-                high = _high_watermark(cur, _binlog_end(cur))
+                high = _binlog_end(cur)
             else:
                 high = low  # the read is exactly at LOW: nothing to reconcile by
             gtid = _gtid_at(cur, flavor, high)
@@ -739,23 +740,6 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
     elif _pos_key(low) > _pos_key(high):
         raise SnapshotError(f"{t.name}: HIGH {high} is before LOW {low}")
     return res
-
-
-_HEADER_EVENTS = frozenset({"Format_desc", "Gtid_list", "Binlog_checkpoint", "Previous_gtids",
-                            "Start_encryption"})
-
-
-def _high_watermark(cur: Any, end: tuple[str, int]) -> tuple[str, int]:
-    """The binlog end as a position a stream stops at: right after a rotation the end is
-    behind the new file's header events, which are no transaction boundary; the file's start
-    (offset 4) is the same state and is one."""
-    rows = _rows(cur, "SHOW BINLOG EVENTS IN %s LIMIT 10", (end[0],))
-    header_end = 4
-    for _log, _pos, kind, _sid, end_pos, _info in rows:
-        if str(kind) not in _HEADER_EVENTS:
-            break
-        header_end = int(end_pos)
-    return (end[0], 4) if end[1] <= header_end else end
 
 
 def _pos_key(p: tuple[str, int]) -> tuple[int, int]:

@@ -639,7 +639,7 @@ def bootstrap_schema_history(url: ServerURL | str, tables: str | None,
     """
     from ..schema.bootstrap import bootstrap, gtid_at
     from ..schema.history import BinlogPos, SchemaHistory
-    from .snapshot import _high_watermark, connect
+    from .snapshot import connect
 
     if isinstance(url, str):
         url = ServerURL.parse(url)
@@ -650,9 +650,7 @@ def bootstrap_schema_history(url: ServerURL | str, tables: str | None,
         assert h.start is not None and h.start.file is not None
         with conn.cursor() as cur:
             if at is None:
-                # Right after a rotation the end is behind the new file's header events,
-                # which a stream cannot stop at; the file's start is the same state.
-                at = _high_watermark(cur, (h.start.file, h.start.pos))
+                at = (h.start.file, h.start.pos)
                 target = BinlogPos(*at)
             else:
                 target = BinlogPos(*at)

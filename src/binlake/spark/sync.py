@@ -113,12 +113,12 @@ def _key(pos: str) -> tuple[int, int]:
 def _binlog_boundary(url: str) -> str:
     """The primary's binlog end as FILE:POS, a transaction boundary a stream can start at."""
     from ..replica.url import ServerURL
-    from .snapshot import _binlog_end, _high_watermark, connect
+    from .snapshot import _binlog_end, connect
 
     conn = connect(ServerURL.parse(url))
     try:
         with conn.cursor() as cur:
-            f, p = _high_watermark(cur, _binlog_end(cur))
+            f, p = _binlog_end(cur)
     finally:
         conn.close()
     return f"{f}:{p}"
