@@ -26,8 +26,8 @@ def settle_imports() -> None:
 
     Why: the objects of the imported modules that the collector tracks (~17,000 for
     `decode`: classes, functions, dicts, tuples) are never garbage, yet each full
-    collection walks them, the last one at exit (32-36 ms from the stats line to the
-    process's end before, 6 ms after). gc.freeze() moves them out of the collector's sight.
+    collection walks them, the last one at exit. gc.freeze() moves them out of the
+    collector's sight.
     What the command itself creates afterwards is collected and finalized as usual. Only
     in the program's own process: a caller that runs a command in its process (a test's
     CliRunner) keeps its collector as it was."""

@@ -293,13 +293,13 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
     out, then its error, and nothing after it: as in order. A file whose pieces do not
     join up (see files.find_group_start) is decoded again whole."""
     import multiprocessing
-    import tempfile  # (here, as shutil in _copy_out: ~10 ms of imports one process skips)
+    import tempfile  # (here, as shutil in _copy_out: imports a one-process decode skips)
     from concurrent.futures import Future, ProcessPoolExecutor
 
     if spec.schema_history is not None:
         raise ValueError("a schema history is replayed in order: decode with one job")
     methods = multiprocessing.get_all_start_methods()
-    # fork: the workers start with binlake already imported (a spawn costs ~0.2 s each)
+    # fork: the workers start with binlake already imported (a spawn imports it in each)
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     encoding = getattr(out, "encoding", None) or "utf-8"
     errors = getattr(out, "errors", None) or "strict"

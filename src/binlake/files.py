@@ -63,7 +63,7 @@ _SEQUENTIAL = getattr(mmap, "MADV_SEQUENTIAL", None)
 
 def _map(fd: int, length: int, offset: int, *, populate: bool = True) -> mmap.mmap:
     """A read-only window, its pages mapped in one call where Linux's MAP_POPULATE can (a
-    page fault per 64 KiB otherwise: ~0.1 s of the benchmark's 1.4 GB), else read ahead.
+    page fault per 64 KiB otherwise), else read ahead.
     populate=False: a CrcAhead thread maps the pages itself (MADV_POPULATE_READ) as it
     reads the window first."""
     if _POPULATE and populate:
@@ -102,16 +102,15 @@ def _read_mapped(fd: int, dec: BinlogDecoder, start: int) -> Iterator[Event]:
     """Feed `dec` the file from `start` through read-only mappings of MAP_WINDOW bytes.
 
     Why: read() copies every byte out of the page cache; the decoder reads the cached pages
-    in place instead (the benchmark's `large` table, 1.4 GB of binlog: 1.6 s -> 1.1 s).
-    Each window is unmapped when the decoder drops it at its next feed (an event cut by the
-    window's end is copied, as at a read chunk's end).
+    in place instead. Each window is unmapped when the decoder drops it at its next feed (an
+    event cut by the window's end is copied, as at a read chunk's end).
 
     With a second CPU, a CrcAhead thread checks the events' checksums of the next window
     while the decoder works on this one, and the decoder does not check them again
     (`verified_until`). It also takes the pages of the window the decoder has let go of out
-    of the page tables before this thread unmaps it (`drop`: the unmapping was ~5% of this
-    thread's time). Three windows are mapped at a time, whatever the file's size, one of
-    them with no page mapped."""
+    of the page tables before this thread unmaps it (`drop`), so the decoder's thread does
+    not spend its time unmapping pages. Three windows are mapped at a time, whatever the
+    file's size, one of them with no page mapped."""
     size = os.fstat(fd).st_size
     ahead = _crc_ahead(dec, start)
 
@@ -160,8 +159,7 @@ def share_cpus(workers: int) -> None:
 
     Why: a CrcAhead thread pays off on a CPU the decoder leaves idle. When every CPU
     already runs a decoder, it only takes turns with them, and the decoder then reads bytes
-    another CPU brought in: `decode --jobs 0` of the benchmark's `large` table ran ~6%
-    faster without it (medians of 16 alternating runs, 2 CPUs: 1.00 s against 1.06)."""
+    another CPU brought in, which is slower than checking in the decoding thread."""
     global CRC_AHEAD
     if workers >= _cpus():
         CRC_AHEAD = False

@@ -1,8 +1,8 @@
 """Regular expressions compiled at their first use.
 
-Why: compiling a pattern costs 0.2-2 ms, and a module's patterns were compiled at import by
-every run of the `binlake` program, whether or not it met a statement they parse (a decode
-of row events meets few). Compiled once, on first use, they cost the same after that."""
+Why: compiling a pattern takes time, and patterns compiled at import would cost every run
+of the `binlake` program, whether or not it meets a statement they parse (a decode of row
+events meets few). Compiled once, on first use, they cost the same after that."""
 from __future__ import annotations
 
 import re

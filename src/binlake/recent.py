@@ -6,10 +6,10 @@ from typing import Any
 
 TABLE_CACHE = 16384
 """Entries kept per table cache (the decoder's parsed TABLE_MAPs and its map of table ids,
-the snapshot's checked maps). Why so many: a server with more tables than a cache holds had
-every map parsed and its decoders compiled again each time the cache was cleared: 10,000 one-row transactions over
-2,000 tables (benchmarks/table_churn.py) decoded in 0.71 s with 1,024 kept and cleared when
-full, 0.34 s now. An entry costs little beside the map the decoder's `tables` holds anyway."""
+the snapshot's checked maps). Why so many: a server with more tables than a cache holds
+has every map parsed and its decoders compiled again once its entry is dropped
+(benchmarks/table_churn.py's `many_tables` measures it). An entry costs little beside the
+map the decoder's `tables` holds anyway."""
 
 
 def make_room(cache: dict[Any, Any], limit: int = TABLE_CACHE) -> None:

@@ -24,7 +24,7 @@ from .columns.rowcodec import _speedups
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 
-try:  # ISA-L's CRC32 (carry-less multiply): ~5x zlib's, the same checksum
+try:  # ISA-L's CRC32 (carry-less multiply): faster than zlib's, the same checksum
     from isal.isal_zlib import crc32 as _crc32
 except ImportError:  # pragma: no cover - isal is a dependency where it has wheels
     from zlib import crc32 as _crc32
@@ -155,7 +155,7 @@ class BinlogDecoder:
         in C as ChangeTracker._rows_records makes them with the constants it keeps under
         this key, ("records", its table filter); `records_state` says, between events, the
         tracker's GTID and whether records may be made (not inside an XA PREPARE). Why: a
-        large row is an event of its own, and the Python steps per event were ~15% of a
+        large row is an event of its own, and the Python steps per event weigh on a
         one-table decode. For a reader that asks every rows event for its records and
         needs no more of it (binlake decode's records)."""
         self.records_state: Callable[[], tuple[str | None, bool]] | None = None
@@ -166,8 +166,8 @@ class BinlogDecoder:
         CdcSegments.event adds an event, and events() hands out how many it took (an int)
         in their place, when the batch is full or the run ends; `records_state` says the
         GTID and whether they may go in, as for records. Why: on the Arrow path a big row
-        is an event of its own, and the event object and the Python loop around it were
-        ~0.17 s of a one-table `large` run. For events_to_batches."""
+        is an event of its own, and an event object and a Python step for each weigh on a
+        one-table run. For events_to_batches."""
         self.batch_events = 0
         """The events (rows and TABLE_MAP) behind the last list of records (or count of
         events added to a batch) handed out."""
@@ -179,7 +179,7 @@ class BinlogDecoder:
         borrowed: the caller reuses `data`'s memory after the next feed (read_events reads
         into two buffers in turn). The decoder then copies only an event cut by the chunk's
         end, and nothing it hands out refers to the chunk: no fresh pages for every chunk and
-        no copy of every event (the Arrow path read its files three times faster)."""
+        no copy of every event."""
         self._file_mode = True
         rest = len(self._buf) - self._read
         if rest:  # the old chunk ends inside an event (or the magic): carry those bytes
@@ -564,8 +564,8 @@ class BinlogDecoder:
         """A TABLE_MAP whose bytes were not met before: parsed, or, when only its table id
         is new, the earlier map of the same bytes renumbered (sharing its parse and compiled
         decoders). Why: a server with more tables than its table cache numbers a table anew
-        each time it opens it again, and a parse and new decoders cost 30-150 us a map
-        against ~1 us for a copy, for every transaction that touches such a table."""
+        each time it opens it again, and a parse and new decoders cost far more than a
+        copy, for every transaction that touches such a table."""
         id_len = 4 if post_header_len == 6 else 6
         shape = bytes(body[id_len:])
         known = self._tm_shapes.get(shape)

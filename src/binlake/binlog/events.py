@@ -47,7 +47,7 @@ class Event:
         return {}
 
     # One __repr__ and __eq__ for every event class, as dataclass would write them: generating
-    # them per class was a third of this module's import time (~7 ms of every run's start).
+    # them per class would slow this module's import, which every run pays at start.
     def __repr__(self) -> str:
         parts = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
         return f"{type(self).__qualname__}({parts})"

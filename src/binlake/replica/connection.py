@@ -124,8 +124,8 @@ class MySQLConnection:
         if mode == "DISABLED":
             tls_context = None
         elif mode == "PREFERRED" and not (ssl_ca or ssl_cert or ssl_key):
-            # Made only if the server offers TLS: importing `ssl` is 10-20 ms of a short run's
-            # start-up, for nothing on a server without TLS.
+            # Made only if the server offers TLS: importing `ssl` is a visible part of a short
+            # run's start-up, for nothing on a server without TLS.
             def tls_context() -> ssl.SSLContext:
                 return _ssl_context(mode, None, None, None)
         else:  # files to read: fail on them before connecting

@@ -12,8 +12,8 @@ field. It cannot overflow (no bit packing) and costs nothing per row: it is buil
 columns that exist anyway.
 
 Row images are encoded by a per-table generated function (no intermediate dicts), records
-are kept as tuples and transposed into Arrow columns once per batch: that keeps the cost of
-decoding -> Arrow to a few microseconds per row.
+are kept as tuples and transposed into Arrow columns once per batch: that keeps decoding ->
+Arrow cheap per row.
 """
 from __future__ import annotations
 
@@ -436,10 +436,8 @@ MAX_BATCH_BYTES = 8 << 20
 """A batch is cut when its images reach this size: 10,000 rows of 16 KB documents would
 otherwise hold 160 MB. 8 MiB rather than more: a batch's images are held twice at the peak
 (the batch its consumer holds, the next one's columns being written), and the C columns
-keep the freed buffers of up to 64 MiB for reuse (image_column.h). When the images were
-still copied into Arrow at flush, 16 MiB took 133 MB of peak RSS against 85 MB on the
-benchmark's binlog, and more system time: 64 MiB buffers went back to the OS after each
-batch and came back as fresh zeroed pages."""
+keep the freed buffers of up to 64 MiB for reuse (image_column.h); larger batches hold
+more memory and fault in more fresh zeroed pages."""
 
 
 def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_000,

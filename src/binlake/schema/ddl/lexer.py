@@ -36,8 +36,8 @@ def _clip(s: str, n: int = 300) -> str:
 
 @lru_cache(maxsize=None)
 def _sqlglot() -> dict[str, Any]:
-    """sqlglot's MySQL tokenizers, loaded on the first DDL to read (importing sqlglot takes
-    about a tenth of a second, which every `binlake stream` would otherwise pay at start)."""
+    """sqlglot's MySQL tokenizers, loaded on the first DDL to read (importing sqlglot is
+    slow, and every `binlake stream` would otherwise pay for it at start)."""
     from sqlglot.dialects.mysql import MySQL
     from sqlglot.errors import TokenError
     from sqlglot.tokens import TokenType

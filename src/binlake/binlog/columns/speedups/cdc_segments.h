@@ -2,11 +2,10 @@
  * per segment (a rows event, the part of one in the batch, or a single record), the run
  * ends that spread them over their rows, and each row's number in its event.
  *
- * Why: the batch builder did this in Python, about three microseconds per segment (a dozen
- * attribute reads, a tuple, the image columns' calls, two array appends). A rows event
- * holds one row when the row is big (binlog_row_event_max_size is 8 KiB) and a one-row
- * transaction is one record: there that was most of what the builder cost, half the
- * decoding itself on the benchmark's `large` table. event() and record() take those whole
+ * Why: in Python this is a dozen attribute reads, a tuple, the image columns' calls and
+ * two array appends per segment. A rows event holds one row when the row is big
+ * (binlog_row_event_max_size is 8 KiB) and a one-row transaction is one record: there
+ * that Python would weigh as much as the decoding itself. event() and record() take those whole
  * in one call: the fields read at their slots, the images copied into the ImageColumns
  * while still in cache. They return None/False for what they do not take (values not yet
  * JSON, a statement record, columns kept as Python lists), which the builder's Python

@@ -9,8 +9,8 @@
  * reduction. The constants below are those powers of x modulo the bit-reflected
  * polynomial 0x104C11DB7, as the paper derives them (eight lanes folded by x^1056 and
  * x^992 while 128 bytes are left). With VPCLMULQDQ and AVX-512 (crc32_vpclmul) sixteen
- * lanes in four 512-bit registers are folded by x^2080 and x^2016 while 256 bytes are left, 4x
- * the 128-bit folds' speed; with VPCLMULQDQ and AVX2 (crc32_vpclmul256: AMD Zen 3, Intel
+ * lanes in four 512-bit registers are folded by x^2080 and x^2016 while 256 bytes are left;
+ * with VPCLMULQDQ and AVX2 (crc32_vpclmul256: AMD Zen 3, Intel
  * Alder Lake) the eight lanes in four 256-bit registers (BINLAKE_SIMD=0 keeps to the
  * 128-bit folds, avx2 to 256 bits at most). Anything shorter than
  * 64 bytes, the last 0-15 bytes and a CPU without the instruction take the table (slicing
@@ -146,8 +146,8 @@ VCLMUL_TARGET static inline __m512i vclmul_fold(__m512i x, __m512i k, __m512i d)
 /* crc32_clmul with VPCLMULQDQ: sixteen lanes in four 512-bit registers, 256 bytes a
    round (each lane 2048 bits on: x^2080 and x^2016, derived as the ones above), then folded
    into four 128-bit lanes for crc32_clmul_lanes; n >= 256 and a multiple of 16. Why: a
-   replica checks every event it receives on its decoding thread, about a fifth of a live
-   stream's time with 128-bit folds (13 GB/s here); and the CrcAhead thread is lighter. */
+   replica checks every event it receives on its decoding thread, a large share of a live
+   stream's time with 128-bit folds; and the CrcAhead thread is lighter. */
 VCLMUL_TARGET static uint32_t crc32_vpclmul(uint32_t c, const uint8_t *p, size_t n) {
     const __m512i k16 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430LL, 0x11542778aLL));  /* x^(2048-32), x^(2048+32) */
     const __m512i k4 = _mm512_broadcast_i32x4(_mm_set_epi64x(CRC_K512));
@@ -181,7 +181,7 @@ VCLMUL256_TARGET static inline __m256i vclmul256_fold(__m256i x, __m256i k, __m2
    crc32_clmul's eight lanes (x^1056 and x^992, 128 bytes a round) in four registers, half
    the multiply instructions, then folded into four 128-bit lanes for crc32_clmul_lanes;
    n >= 128 and a multiple of 16. Why: a replica checks every event on its decoding thread,
-   7% of a live `large` stream's time on such a CPU with the 128-bit folds. */
+   on such CPUs too. */
 VCLMUL256_TARGET static uint32_t crc32_vpclmul256(uint32_t c, const uint8_t *p, size_t n) {
     const __m256i k8 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x14a7fe880LL, 0x1e88ef372LL));
     const __m256i k4 = _mm256_broadcastsi128_si256(_mm_set_epi64x(CRC_K512));

@@ -2,8 +2,8 @@
  * decoder, with no GIL.
  *
  * Why: reading a closed binlog, checking each event's CRC32 is the first touch of its
- * bytes, so the decoder's thread paid for the checksum and for bringing the bytes from
- * memory (about a tenth of the `large` table's time). A second core can do both while
+ * bytes, so the decoder's thread would pay for the checksum and for bringing the bytes
+ * from memory. A second core can do both while
  * the decoder works on the window before: the decoder then checks only what this thread
  * did not vouch for.
  *
@@ -21,8 +21,8 @@
  * decides what is an error, only what need not be checked twice.
  *
  * Why drop: unmapping an 8 MiB window takes its 2,048 pages out of the page tables one by
- * one (and out of the memory cgroup's counts), about 5% of the decoder's thread on the
- * `large` table. Done here first, the decoder's munmap finds no page left to take out. It
+ * one (and out of the memory cgroup's counts), work the decoder's thread would otherwise
+ * do. Done here first, the decoder's munmap finds no page left to take out. It
  * cannot change what is read: the mapping is of a file, read-only and shared, so a page
  * touched again after MADV_DONTNEED is mapped again from the page cache, with the same
  * bytes.

@@ -2,7 +2,7 @@
  *
  * Why: most events of a busy binlog are small rows events, and the Python steps around
  * their rows (frame, checksum call, header object, post-header unpack, table and decoder
- * lookups, the table filter, the event object) cost ~3 us an event: more than decoding a
+ * lookups, the table filter, the event object) cost more than decoding a
  * narrow event's rows, and most of a run that filters a table out. Here those steps are one
  * C call per event, and a file's run of such events is one C iterator; so is a run of them
  * in a replica's receive buffer, where each event is a packet (scan_packets: the packet's
@@ -92,10 +92,9 @@ typedef struct {
    many bytes (an event is never cut). Why so few: a list's records and their values are
    alive together until it is dropped. A list of a few large rows keeps them in the CPU's
    cache and in the heap's top, which the allocator otherwise gives back to the system and
-   faults in again for each list (a large-table stream with lists of up to 4096 records
-   spent twice the system time); a list of thousands of small records survives the
-   collector's young generations and is walked again (narrow-table streams were 15%
-   slower). Lists of a few dozen records keep what the Python loop saved. */
+   faults in again for each list; a list of thousands of small records survives the
+   collector's young generations and is walked again. Lists of a few dozen records keep
+   what the Python loop saved. */
 #define SCAN_BATCH_RECORDS 64
 #define SCAN_BATCH_BYTES (64 * 1024)
 
@@ -198,7 +197,7 @@ static int map_last(PyObject *tables, PyObject *tid, PyObject *map) {
    decoder.py's _dispatch does (TableMapEvent.moved: a copy sharing the parse and compiled
    decoders), given to the schema resolver if there is one, made the decoder's map of its
    table id. A map not in the cache goes the general way, which parses and caches it. Why:
-   a small transaction has one per table, and the Python way cost ~4.5 us each (more with
+   a small transaction has one per table, and the Python way is slow for each (slower with
    a resolver). 1 and *out, 0: the general path, -1: an error (the resolver's too: a map
    that does not match the schema history fails here as it would there). */
 static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
@@ -245,8 +244,8 @@ static int scan_table_map(RowsScanner *s, const unsigned char *b, Py_ssize_t pos
    transaction, made as control.decode_xid and gtid.decode_maria_gtid make them (the
    reference, and the general path for whatever is left to it: a body of the wrong size,
    a bad checksum, MariaDB's XA flags). Why: with a TABLE_MAP they are most of a small
-   transaction's events, and the Python way cost 4-5.5 us each, more than a one-row rows
-   event here. 1 and *out, 0 for the general path (no exception set), -1: no memory. */
+   transaction's events, and the Python way costs more for each than a one-row rows event
+   here. 1 and *out, 0 for the general path (no exception set), -1: no memory. */
 static int scan_group_event(RowsScanner *s, const unsigned char *b, Py_ssize_t pos,
                             Py_ssize_t size, long long offset, PyObject *file, int tail,
                             int verify, PyObject **out) {
@@ -319,7 +318,7 @@ static int scan_group_event(RowsScanner *s, const unsigned char *b, Py_ssize_t p
    from the TABLE_MAP's row_decoders under s->records, the transaction's GTID from s->gtid),
    appended to s->batch; the event's rows count in s->batch_rows. Why: a large row is one
    event, and the Python steps per event (the event and header objects, the replica's loop,
-   the tracker) cost ~4 us each, 10-15% of a stream of such events. 1: done, 0: the
+   the tracker) weigh on a stream of such events. 1: done, 0: the
    constants are not made yet (the event goes out as an event; Python makes them), -1: an
    error. */
 static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyObject *rows,
@@ -373,9 +372,9 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
    (ImageRows), added to the Arrow batch being built (s->seg), as CdcSegments.event adds an
    event: one segment with its fields once, the images into their columns, the open
    transaction's GTID (s->gtid). Why: on the Arrow path a big row is an event of its own,
-   and the event object and the Python loop around it cost ~3 us an event (0.17 s of a
-   `large` run). 1: added (or no rows), 0: not taken (it would take the batch past its
-   rows, so it goes out as an event that Python cuts), -1: an error. */
+   and the event object and the Python loop around it weigh on a one-table run. 1: added
+   (or no rows), 0: not taken (it would take the batch past its rows, so it goes out as an
+   event that Python cuts), -1: an error. */
 static int scan_segments(RowsScanner *s, PyObject *table, PyObject *rows, int kind,
                          const unsigned char *e, Py_ssize_t size, long long offset,
                          PyObject *file) {
@@ -682,8 +681,8 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
    does not take), which the caller's general path reads; `pos` and `seq` follow it. With
    `maps` (a dict, or None for no TABLE_MAPs) it takes XID and MariaDB GTID events too, and
    the TABLE_MAPs found in `maps`, as scan() does. Why: in a stream each event is a packet,
-   and framing each in Python cost more than decoding a one-row event; a small
-   transaction's four events were four trips through the general path. */
+   and framing each in Python costs more than decoding a one-row event; a small
+   transaction's four events would be four trips through the general path. */
 static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *args,
                                           Py_ssize_t nargs) {
     if (nargs != 11 && nargs != 12) {

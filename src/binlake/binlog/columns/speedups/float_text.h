@@ -168,7 +168,7 @@ static int put_float32(Buf *o, float f) {
 }
 
 /* The text of recently written FLOAT/DOUBLE values, keyed by their bits. A shortest repr
-   costs about half a microsecond (dtoa's bignum arithmetic; FLOAT also tries %g widths), and
+   is costly (dtoa's bignum arithmetic; FLOAT also tries %g widths), and
    images repeat values: an update's before and after share every unchanged column, a delete
    repeats what was inserted shortly before. The text is a function of the bits alone, so a
    hit writes exactly what formatting would. Direct-mapped, one slot per hash; the GIL guards it. */

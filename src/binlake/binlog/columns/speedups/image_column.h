@@ -2,11 +2,9 @@
  * row images written as the batch's events come, and run_column(), an event's fields
  * repeated over its rows.
  *
- * Why ImageColumn: a batch's images were kept as parts (runs of an event's ImageRows,
- * lists of bytes, counts of nulls) and copied into the Arrow column when the batch was
- * flushed. By then its MiB of images had left the caches, and the copy read them back from
- * memory: a sixth of the Arrow path's time on the benchmark's `large` table. An
- * ImageColumn copies an event's images when the event is added, while the decoder's
+ * Why ImageColumn: copied into the Arrow column only when the batch is flushed, a batch's
+ * MiB of images would have left the caches, and the copy would read them back from
+ * memory. An ImageColumn copies an event's images when the event is added, while the decoder's
  * writes are still in cache, and the event's ImageRows buffers go back to their pool
  * (image_rows.h) at once, warm for the next event. The column's data goes to Arrow without
  * a copy: an ImageData, whose memory goes back to col_pool when Arrow lets go of it, so the
@@ -192,9 +190,8 @@ static PyObject *ImageColumn_extend(ImageColumn *self, PyObject *images) {
 /* memcpy into a column's data, with non-temporal stores for a run of COL_STREAM_MIN bytes
    or more. Why: a batch's columns (up to MAX_BATCH_BYTES of images each) have left the
    caches by the time their pooled memory is written again, so each plain store first read
-   the line it overwrote from memory; streaming stores write whole lines without that read
-   (the benchmark's `large` table through Arrow: 0.49 s -> 0.43 s inside the process, and
-   faster too when the consumer then reads every image). Short runs stay plain: a small
+   the line it overwrote from memory; streaming stores write whole lines without that read.
+   Short runs stay plain: a small
    batch is read back while it is still in cache. The sfence orders the stores before the
    column is handed to anyone (Arrow may read it from another thread). */
 #if defined(__x86_64__) && defined(__GNUC__)

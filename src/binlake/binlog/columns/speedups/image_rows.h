@@ -1,7 +1,7 @@
 /* A rows event's JSON images packed in one buffer per side (the Arrow/Spark path).
  *
- * Why: a bytes object per image cost an allocation, a copy and a free per row, and the
- * images were copied once more into the Arrow column. ImageRows keeps an event's images
+ * Why: a bytes object per image costs an allocation, a copy and a free per row, and the
+ * images would be copied once more into the Arrow column. ImageRows keeps an event's images
  * back to back (an update's before and after images on two sides), and an ImageColumn
  * (image_column.h) copies a whole run of them into its column with one memcpy. ImageRows
  * still reads as the list of rows it replaces (len, index, iterate, compare): bytes per
@@ -27,11 +27,10 @@ static PyTypeObject ImageRowsType;
  * (img_pool) and the data of freed Arrow image columns (col_pool, image_column.h).
  *
  * Why: a CDC batch holds some MiB of images, all freed at once when it is flushed or
- * dropped; malloc gave that memory back to the OS (the heap's top trimmed, a big block
- * unmapped) and the next batch's images were written into fresh pages, each one faulted in
- * and zeroed by the kernel: a tenth of the Arrow path's time on the benchmark's `large`
- * table. Bounded: at most `slots` buffers and `limit` bytes in a pool; what does not fit is
- * freed. */
+ * dropped; malloc would give that memory back to the OS (the heap's top trimmed, a big
+ * block unmapped) and the next batch's images would be written into fresh pages, each one
+ * faulted in and zeroed by the kernel. Bounded: at most `slots` buffers and `limit` bytes
+ * in a pool; what does not fit is freed. */
 typedef struct { char *p; Py_ssize_t cap; } Pooled;
 typedef struct { Pooled *slot; int slots, n; Py_ssize_t bytes, limit; } BufPool;
 

@@ -162,8 +162,8 @@ AVX2_TARGET static inline __attribute__((always_inline)) unsigned char *escape8_
 }
 
 /* put_utf8_escaped's AVX2 path: the UTF-8 check and the escaping in one read of the text.
-   Why: a long text was read twice, once by utf8_valid and once to escape it, and each pass
-   cost as much as the other (a quarter of an Arrow run of the `large` table). Each 32-byte
+   Why: otherwise a long text is read twice, once by utf8_valid and once to escape it, and
+   each pass costs about as much as the other. Each 32-byte
    block is checked (u8check_avx2_block), then stored as is, or spread 8 bytes at a time
    around its quotes and backslashes (json_escape_run_avx2's tables), or, with a control
    character in it, escaped byte by byte. The last part block is only checked here (from

@@ -6,8 +6,8 @@
 #define BINLAKE_SPEEDUPS_OBJECTS_H
 
 /* ---- change records: rows -> record objects without running __init__ ----
- * Why: binlake makes one record per row of the binlog, and calling a Python __init__ costs
- * about a microsecond each, more than decoding a narrow row. The record class stays a plain
+ * Why: binlake makes one record per row of the binlog, and calling a Python __init__ for
+ * each costs more than decoding a narrow row. The record class stays a plain
  * Python class with __slots__ (its methods and properties are Python); here its instances
  * are allocated and their slots filled directly, at the offsets its own member descriptors
  * give (checked once by record_class()). */

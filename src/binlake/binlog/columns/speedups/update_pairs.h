@@ -4,7 +4,7 @@
  * Why: an UPDATE usually changes a few columns of a row, and with binlog_row_image=FULL
  * (the default, and what a CDC tool needs) the event holds every column twice. Decoding
  * the after image's unchanged values again (a long text's UTF-8 check and conversion, a
- * DECIMAL's digits, a DATETIME's fields) was half the work of such an event.
+ * DECIMAL's digits, a DATETIME's fields) would do that work twice.
  *
  * How: the before image is decoded noting where each value lay (decode_row_spans,
  * write_row_spans for JSON images); for each value of the after image the width is read

@@ -1,8 +1,8 @@
 /* UTF-8 bytes -> str, several times faster than PyUnicode_DecodeUTF8 on long mixed text.
  *
  * Why: text columns of real tables mix ASCII with accented letters, CJK and emoji, and
- * CPython decodes such text one character at a time with a branch per byte class (about
- * 1 GB/s); on the benchmark's `large` table that was a third of all decoding time.
+ * CPython decodes such text one character at a time with a branch per byte class; on a
+ * table of long texts that is most of the decoding time.
  *
  * How (AVX-512 VBMI2, chosen at run time): one pass validates 64 bytes at a time with
  * three table lookups per byte pair (utf8_valid_long, also the JSON writer's check) and,
@@ -96,7 +96,7 @@ static const uint8_t U8_THIS_HIGH[16] = {
     U8_SHORT, U8_SHORT, U8_SHORT, U8_SHORT};
 
 /* The 64 bytes before each byte of `cur` by k (1-3), the first k from the end of `prev`
-   (a byte permute of the 128; on Zen 4 faster than a lane move and in-lane shifts). */
+   (a byte permute of the 128). */
 #define U8_BEFORE(cur, prev, k) _mm512_permutex2var_epi8((cur), _mm512_and_si512( \
     _mm512_sub_epi8(_mm512_load_si512((const void *)UTF8_IOTA), _mm512_set1_epi8(k)), \
     _mm512_set1_epi8(127)), (prev))
@@ -321,8 +321,8 @@ AVX512_TARGET static int utf8_valid_512(const char *text, Py_ssize_t n) {
 
 /* The character count and the widest lead and the check, in one pass (pass 1): 1 if valid
    (*chars, *maxbyte set), 0 if not (they are not). Why one pass: the first read of a value
-   brings its bytes from memory; the check as a pass of its own then cost about a quarter
-   of the conversion's time on the `large` table's text. */
+   brings its bytes from memory; a check in a pass of its own would add a whole read of
+   the text. */
 AVX512_TARGET static int utf8_scan_valid_512(const char *text, Py_ssize_t n, Py_ssize_t *chars,
                                              unsigned *maxbyte) {
     return utf8_valid_512_scan(text, n, chars, maxbyte);
@@ -428,10 +428,9 @@ static inline Py_UCS4 utf8_kind_maxchar(int kind) {
    `guess` (may be NULL): a column's guess, kept between its values, of the kind of its
    next str. Once sure, the text is converted and checked in one pass into a str of that
    kind and of the byte length, given back to the character count after: the two-pass
-   way's first read of the text (a sixth of a `large`-only decode's time in the benchmark)
-   is folded into the conversion, 5-10% of such a run. The result is always the str CPython makes: a guess too wide costs
-   a copy to the canonical narrower str (up to 6x the two passes' time on ASCII text
-   guessed UCS-4), one too narrow the two passes as well. A guess is sure only after two
+   way's first read of the text is folded into the conversion. The result is always the
+   str CPython makes: a guess too wide costs a copy to the canonical narrower str, one too
+   narrow the two passes as well. A guess is sure only after two
    values of its kind in a row, so a column whose values change kind often keeps to the
    two passes. */
 static PyObject *utf8_str_hinted(const char *s, Py_ssize_t n, uint8_t *guess) {

@@ -1,8 +1,8 @@
 /* UTF-8 -> str with AVX2, for the x86 CPUs without AVX-512 VBMI2 (AMD Zen 1-3, Intel
  * before Ice Lake, most cloud machines of those years).
  *
- * Why: on such a CPU every long text fell back to CPython's decoder (about 1 GB/s on mixed
- * text), a third of a `large`-table run. Same three passes as utf8.h's AVX-512 code, with
+ * Why: without it, every long text on such a CPU goes to CPython's decoder, one character
+ * at a time. Same three passes as utf8.h's AVX-512 code, with
  * what AVX2 has:
  *   scan and validate, in one pass 32 bytes at a time: characters (bytes that are not
  *            10xxxxxx), the widest lead, and Keiser and Lemire's three lookups per byte pair
@@ -388,8 +388,8 @@ AVX2_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert
 /* Both passes in one (utf8.h's utf8_convert_checked, with AVX2), for text whose str is
    expected to be of `kind`: code points into `out` (room for `room`, at least n for any
    valid text), the bytes checked as they go; the character count (*top: their widest
-   lead), or -1 if the bytes are not strict UTF-8. Why: the scan's read of a long value was
-   a pass of its own, 13% of a one-process `large` decode on an AVX2 machine. */
+   lead), or -1 if the bytes are not strict UTF-8. Why: the scan's read of a long value is
+   otherwise a pass of its own. */
 AVX2_TARGET static Py_ssize_t utf8_convert_checked_avx2(const uint8_t *s, Py_ssize_t n, void *out,
                                                        int kind, Py_ssize_t room, unsigned *top) {
     if (kind == 4) return utf8_convert_checked_avx2_kind(s, n, out, 4, room, top);
