@@ -123,11 +123,7 @@ class Geometry:
 @dataclass(frozen=True, slots=True)
 class JsonPatch:
     """A JSON column of a PARTIAL_UPDATE_ROWS after image whose before image is not in the
-    event (binlog_row_image=MINIMAL): the diffs to apply to the stored document."""
+    event (binlog_row_image=MINIMAL): the diffs to apply to the stored document, with
+    `binlake.binlog.columns.json_diff.apply_json_diffs(document, list(patch.diffs))`."""
 
     diffs: tuple
-
-    def apply(self, document: object) -> object:
-        from .binlog.columns.json_diff import apply_json_diffs
-
-        return apply_json_diffs(document, list(self.diffs))
