@@ -143,6 +143,10 @@ class DevServer(_BinlogStatus):
         return self.base_dir / "binlog"
 
     @property
+    def tmp_dir(self) -> Path:
+        return self.base_dir / "tmp"
+
+    @property
     def error_log(self) -> Path:
         """mariadbd's stdout and stderr, appended across starts."""
         return self.base_dir / "error.log"
@@ -280,6 +284,8 @@ class DevServer(_BinlogStatus):
             "innodb_log_file_size": "48M",
             "innodb_flush_log_at_trx_commit": "2",
             "performance_schema": "OFF",
+            # Its own temp dir: servers that share /tmp with other work lose temp files there.
+            "tmpdir": str(self.tmp_dir),
         }
         if os.geteuid() == 0:
             opts["user"] = "root"  # mariadbd refuses to run as root unless told to
@@ -317,10 +323,12 @@ class DevServer(_BinlogStatus):
         if os.geteuid() == 0:
             cmd.append("--user=root")
         log = self.base_dir / "install.log"
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(self.tmp_dir)}  # (the bootstrap server's tmpdir)
         with open(log, "wb") as out:
             try:
                 rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    timeout=timeout).returncode
+                                    timeout=timeout, env=env).returncode
             except subprocess.TimeoutExpired:
                 rc = -1
         if rc != 0 or not (scratch / "mysql").is_dir():
@@ -380,6 +388,7 @@ class DevServer(_BinlogStatus):
             )
         # --no-defaults must be the first option, or mariadbd reads /etc/mysql anyway.
         cmd = [server, "--no-defaults", *self._options()]
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.error_log, "ab")
         self._log.write(f"\n=== binlake devserver start {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                         f"{' '.join(cmd)}\n".encode())
