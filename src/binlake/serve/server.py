@@ -30,7 +30,7 @@ from ..protocol.server import (
     ServerState,
     TLSRequested,
 )
-from .primary import SEMI_SYNC_MAGIC, DumpStatus, Primary, Session, kv
+from .primary import SEMI_SYNC_MAGIC, BinlogDumpRun, DumpStatus, Primary, Session, kv
 
 if TYPE_CHECKING:  # pragma: no cover
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -117,6 +117,7 @@ class PrimaryServer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._clients: dict[int, socket.socket] = {}
+        self._sessions: dict[int, Session] = {}
         self._threads: list[threading.Thread] = []
         self._next_id = 1
         self._accept_thread: threading.Thread | None = None
@@ -182,6 +183,12 @@ class PrimaryServer:
         for t in list(self._threads):
             t.join(max(0.0, deadline - time.monotonic()))
 
+    def dumps(self) -> list[BinlogDumpRun]:
+        """The binlog dumps of the connections open now (what each replica is being sent)."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        return [s.dump for s in sessions if s.dump is not None]
+
     def drop_connections(self) -> int:
         """Cut every client connection (as a crash or network failure would); returns how many."""
         with self._lock:
@@ -241,6 +248,8 @@ class PrimaryServer:
                     conn.tls_started()
                 elif isinstance(ev, Authenticated):
                     session = self.primary.session(conn, user=ev.user, host=addr[0])
+                    with self._lock:
+                        self._sessions[cid] = session
                     log.info("connection %d: accepted %s", cid,
                              kv({"user": ev.user, "peer": _peer(addr), "plugin": ev.plugin,
                                  "tls": isinstance(sock, ssl.SSLSocket)}))
@@ -271,6 +280,7 @@ class PrimaryServer:
                                  **({"until_reached": True} if dump.until_reached else {})}))
             with self._lock:
                 self._clients.pop(cid, None)
+                self._sessions.pop(cid, None)
             try:
                 sock.close()
             except OSError:
