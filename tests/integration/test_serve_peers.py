@@ -136,7 +136,7 @@ def test_mariadb_binlog_stop_never_follows_a_growing_file(served: Served, tmp_pa
     assert proc.returncode == 1 and b"Lost connection" in err, err
     got = out.decode().splitlines()
     header = local.index("DELIMITER /*!*/;") + 1
-    fake = [f"# at 4", f"#700101  0:00:00 server id 1  end_log_pos 0 \tRotate to {served.file.name}  pos: 4"]
+    fake = ["# at 4", f"#700101  0:00:00 server id 1  end_log_pos 0 \tRotate to {served.file.name}  pos: 4"]
     footer = local.index("DELIMITER ;")
     assert got == local[:header] + fake + local[header:footer]
 
