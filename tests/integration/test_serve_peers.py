@@ -113,8 +113,10 @@ def test_mariadb_binlog_stop_never_follows_a_growing_file(served: Served, tmp_pa
     primary's stream differs too: the artificial ROTATE the dump starts with is printed (as
     --stop-never prints every ROTATE, a marker between files), without CRC32 because the
     client set @master_binlog_checksum='NONE'; and the closing lines a clean end of file
-    prints are missing, as the stream ended with an error."""
-    data = served.file.read_bytes()
+    prints are missing, as the stream ended with an error. The file is marked in use, as a
+    file being written is; a local read would warn about it, the primary clears the flag."""
+    data = bytearray(served.file.read_bytes())
+    data[4 + 17] |= 0x01  # LOG_EVENT_BINLOG_IN_USE_F in the FDE, as in a file being written
     live = tmp_path / "live" / served.file.name
     live.parent.mkdir()
     cut = _event_end_before(served.file, len(data) // 2)
