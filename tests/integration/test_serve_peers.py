@@ -98,6 +98,24 @@ def test_mariadb_binlog_remote_prints_what_a_local_read_prints(served: Served) -
 
 
 @needs_mariadb_binlog
+def test_mariadb_binlog_remote_from_mid_file_prints_what_the_real_primary_makes_it_print(
+        served: Served) -> None:
+    """From a position past the start both primaries send the FDE with log_pos and `created` 0
+    (the replica must not take it as a position nor drop its temporary tables), so this
+    output differs from a local read's, and must equal the real MariaDB's."""
+    mid = _event_end_before(served.file, served.file.stat().st_size // 2)
+    src = served.source
+    real = _binlog(*_remote(src.port, src.user, src.password), "-vv", f"--start-position={mid}",
+                   served.file.name)
+    assert real.returncode == 0, real.stderr.decode()
+    with serving([served.file], flavor="mariadb") as srv:
+        ours = _binlog(*_remote(srv.port, USER, PASSWORD), "-vv", f"--start-position={mid}", served.file.name)
+    assert ours.returncode == 0, ours.stderr.decode()
+    assert ours.stdout == real.stdout
+    assert f"# at {mid}".encode() in ours.stdout
+
+
+@needs_mariadb_binlog
 def test_mariadb_binlog_raw_copies_equal_the_served_file(served: Served, tmp_path: Path) -> None:
     with serving([served.file], flavor="mariadb") as srv:
         r = _binlog(*_remote(srv.port, USER, PASSWORD), "--raw", f"--result-file={tmp_path}/",
