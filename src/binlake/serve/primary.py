@@ -1133,7 +1133,7 @@ class BinlogDumpRun:
     def _until_done(self, end: int) -> None:
         """The UNTIL condition is met: a GTID_LIST flagged UNTIL_REACHED with the binlog state,
         then EOF, as a MariaDB primary ends such a dump."""
-        state = sorted(self._until_state.items(), key=lambda kv: kv[0][0])  # by domain, newest last
+        state = sorted(self._until_state.items(), key=lambda item: item[0][0])  # by domain, newest last
         body = (len(state) | GTID_LIST_UNTIL_REACHED).to_bytes(4, "little") + b"".join(
             dom.to_bytes(4, "little") + srv.to_bytes(4, "little") + seq.to_bytes(8, "little")
             for (dom, srv), seq in state)
@@ -1141,8 +1141,9 @@ class BinlogDumpRun:
                                log_pos=end, flags=LOG_EVENT_ARTIFICIAL_F,
                                checksum=self._alg == ChecksumAlg.CRC32))
         self.until_reached = True
-        log.info("connection %d: UNTIL reached at %s:%d, dump ends", self.session.connection_id,
-                 self.file.name if self.file else "-", end)
+        log.info("connection %d: until reached %s", self.session.connection_id,
+                 kv({"at": f"{self.file.name if self.file else '-'}:{end}",
+                     "binlog_state": ",".join(f"{d}-{s}-{q}" for (d, s), q in state)}))
         self.conn.send_eof()
         self.status = DumpStatus.DONE
         self._release()
