@@ -109,7 +109,9 @@ class BinlogDump:
         pos = r.u32("binlog position")
         flags = r.u16("flags")
         server_id = r.u32("server id")
-        name = r.rest().decode("utf-8", "replace")
+        # the server reads the name as a C string: it ends at the first NUL, and an empty one
+        # means the first binlog (python-mysql-replication sends NUL bytes for "no file")
+        name = bytes(r.rest()).split(b"\0", 1)[0].decode("utf-8", "replace")
         return cls(pos, server_id, name, flags)
 
     def build(self) -> bytes:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import json
 import logging
 import re
 import threading
@@ -73,6 +74,30 @@ _CONTROL = frozenset({E.FORMAT_DESCRIPTION, E.ROTATE, E.STOP, E.PREVIOUS_GTIDS, 
 _GTID_STARTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
 _QUERY_TYPES = frozenset({E.QUERY, E.MARIADB_QUERY_COMPRESSED})
 _TX_END_TYPES = frozenset({E.XID, E.XA_PREPARE, E.TRANSACTION_PAYLOAD})
+#: events that belong to the group a GTID opened (MariaDB's Log_event::is_part_of_group): a
+#: standalone group ends at the first event not listed here
+_GROUP_PARTS = frozenset({E.MARIADB_GTID, E.INTVAR, E.RAND, E.USER_VAR, E.TABLE_MAP, E.MARIADB_ANNOTATE_ROWS,
+                          E.WRITE_ROWS_V0, E.UPDATE_ROWS_V0, E.DELETE_ROWS_V0, E.WRITE_ROWS_V1,
+                          E.UPDATE_ROWS_V1, E.DELETE_ROWS_V1, E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2,
+                          E.DELETE_ROWS_V2, E.MARIADB_WRITE_ROWS_COMPRESSED_V1,
+                          E.MARIADB_UPDATE_ROWS_COMPRESSED_V1, E.MARIADB_DELETE_ROWS_COMPRESSED_V1,
+                          E.MARIADB_WRITE_ROWS_COMPRESSED, E.MARIADB_UPDATE_ROWS_COMPRESSED,
+                          E.MARIADB_DELETE_ROWS_COMPRESSED})
+#: MariaDB GTID_LIST flag: the last event of a dump that reached the replica's @slave_until_gtid
+GTID_LIST_UNTIL_REACHED = 1 << 28
+#: MariaDB GTID event flags2 bit: the group has no BEGIN/COMMIT (DDL, non-transactional)
+MARIADB_GTID_STANDALONE = 0x01
+
+
+def kv(fields: dict[str, object]) -> str:
+    """key=value pairs for a log line; values with spaces, quotes or '=' are JSON-quoted."""
+    parts = []
+    for key, value in fields.items():
+        text = ("yes" if value else "no") if isinstance(value, bool) else str(value)
+        if not text or any(c in text for c in " \"'=\\") or not text.isprintable():
+            text = json.dumps(text, ensure_ascii=False)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
 
 
 def _truthy(value: object) -> bool:
@@ -111,12 +136,14 @@ def heartbeat_event(name: str, position: int, *, server_id: int, checksum: bool)
 
 def served_fde(raw: bytes, *, zero_log_pos: bool, checksum: bool) -> bytes:
     """The file's FDE as a primary sends it: IN_USE flag cleared (the CRC was computed without
-    it), log_pos 0 when the dump starts mid-file (so the replica does not take it as a position)."""
+    it); when the dump starts mid-file, log_pos 0 (so the replica does not take it as a
+    position) and `created` 0 (so the replica does not drop its temporary tables)."""
     ev = bytearray(raw)
     flags = int.from_bytes(ev[17:19], "little") & ~LOG_EVENT_BINLOG_IN_USE_F
     ev[17:19] = flags.to_bytes(2, "little")
     if zero_log_pos:
         ev[13:17] = b"\x00\x00\x00\x00"
+        ev[HEADER_LEN + 52:HEADER_LEN + 56] = b"\x00\x00\x00\x00"  # binlog version 2 + server version 50
     if checksum:
         ev[-4:] = _crc(ev[:-4])
     return bytes(ev)
@@ -394,10 +421,13 @@ class Session:
 
     @property
     def replica_checksum(self) -> int | None:
-        """The checksum the replica said it handles (None: it did not say: not checksum aware)."""
+        """The checksum the replica named in @master_binlog_checksum (None: it set no such
+        variable, so it cannot handle checksummed events). Setting it at all makes a replica
+        checksum aware, as on MySQL and MariaDB; its value only decides the checksum of the
+        first artificial ROTATE (mariadb-binlog sets 'NONE' and still reads CRC32 files)."""
         for name in ("master_binlog_checksum", "source_binlog_checksum"):
-            if self.user_vars.get(name) is not None:
-                value = str(self.user_vars[name]).strip().upper()
+            if name in self.user_vars:
+                value = str(self.user_vars[name] or "").strip().upper()
                 return ChecksumAlg.CRC32 if value == "CRC32" else ChecksumAlg.OFF
         return None
 
@@ -438,6 +468,8 @@ class Session:
             conn.send_ok()
         elif isinstance(ev, (BinlogDump, BinlogDumpGtid)):
             self.dump = BinlogDumpRun(self, ev)
+            if log.isEnabledFor(logging.INFO):
+                log.info("connection %d: binlog dump %s", self.connection_id, kv(self.dump.asked()))
             self.dump.start(now)
         elif isinstance(ev, OtherCommand) and ev.command == SEMI_SYNC_MAGIC:
             self.on_ack(ev.payload)  # a late ACK after the dump ended: no reply, like MySQL
@@ -724,6 +756,10 @@ class _DumpFailed(Exception):
     pass
 
 
+class _UntilReached(Exception):
+    """The dump met the replica's UNTIL condition and has ended (GTID_LIST and EOF sent)."""
+
+
 class BinlogDumpRun:
     """One COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID, driven by pump() and tick()."""
 
@@ -738,13 +774,21 @@ class BinlogDumpRun:
         self.request = request
         self.server_id = request.server_id
         self.flags = request.flags
-        self.non_block = bool(request.flags & BINLOG_DUMP_NON_BLOCK)
+        # a MariaDB primary also ends the dump of a client that gives server_id 0 at the end
+        self.non_block = (bool(request.flags & BINLOG_DUMP_NON_BLOCK)
+                          or (self.primary.mariadb and request.server_id == 0))
         self.semi_sync = self.primary.config.semi_sync and session.semi_sync_requested
         self.heartbeat_period = session.heartbeat_period
         self.replica_checksum = session.replica_checksum
         self.mode = "file"
         self.exclude_set: MySQLGtidSet | None = None
         self.exclude_state: MariaGtidState | None = None
+        self.until: dict[int, MariaGtid] | None = None
+        """@slave_until_gtid (MariaDB START SLAVE UNTIL master_gtid_pos): per domain, the GTID
+        still to reach; a domain leaves when reached, and the dump stops when none is left."""
+        self.until_reached = False
+        self._until_state: dict[tuple[int, int], int] = {}
+        self._until_stop: str | None = None
         self.status = DumpStatus.MORE
         self.error: str | None = None
         self.file: BinlogFile | None = None
@@ -771,6 +815,30 @@ class BinlogDumpRun:
         where = f"{self.file.name}:{self.position}" if self.file else "-"
         return f"BinlogDumpRun({self.mode}, {where}, {self.status.value})"
 
+    def asked(self) -> dict[str, object]:
+        """What the replica asked for, as the fields of a log line."""
+        req = self.request
+        uv = self.session.user_vars
+        out: dict[str, object] = {"user": self.session.user, "server_id": self.server_id}
+        if isinstance(req, BinlogDumpGtid) and req.flags & BINLOG_THROUGH_GTID:
+            try:
+                out["gtid_set"] = str(MySQLGtidSet.decode_dump_encoding(req.gtid_data))
+            except ProtocolError:
+                out["gtid_set"] = "(malformed)"
+        elif self.primary.mariadb and uv.get("slave_connect_state") is not None:
+            out["gtid"] = str(uv["slave_connect_state"])
+            if uv.get("slave_until_gtid") is not None:
+                out["until_gtid"] = str(uv["slave_until_gtid"])
+        else:
+            out["file"] = req.filename or "(first)"
+            out["pos"] = req.position
+        out["blocking"] = not self.non_block
+        checksum = self.session.replica_checksum
+        out["checksum"] = "unset" if checksum is None else "CRC32" if checksum == ChecksumAlg.CRC32 else "NONE"
+        if self.semi_sync:
+            out["semi_sync"] = True
+        return out
+
     @property
     def position(self) -> int:
         return self._reader.offset if self._reader is not None else 4
@@ -782,6 +850,10 @@ class BinlogDumpRun:
         try:
             bf, pos = self._resolve()
             self._open(bf, pos, zero_log_pos=pos > 4)
+            if self.until is not None:
+                if not self.until:
+                    # every UNTIL GTID is behind the start: stop after the first event outside a group
+                    self._until_stop = "standalone"
         except _DumpFailed as exc:
             self._fail(str(exc))
         return self.status
@@ -813,12 +885,25 @@ class BinlogDumpRun:
             except BinlakeError as exc:
                 raise _DumpFailed(f"Failed to parse GTID position '{text}': {exc}") from None
             self.exclude_state = state
+            until = self.session.user_vars.get("slave_until_gtid")
+            if until is not None:
+                try:
+                    self.until = {g.domain_id: g for g in MariaGtidState(str(until))}
+                except BinlakeError as exc:
+                    raise _DumpFailed("Out of memory or malformed slave request when obtaining UNTIL "
+                                      f"position sent from slave: '{until}': {exc}") from None
             self._check_maria_state(state)
             bf = store.first_file_for_state(state)
             if bf is None:
                 raise _DumpFailed("Could not find GTID state requested by slave in any binlog files. "
                                   "Probably the slave state is too old and required binlog files have "
                                   "been purged.")
+            if self.until:
+                # a domain whose UNTIL GTID lies in the files before this one is reached already
+                for d, srv, seq in bf.gtid_list_raw:
+                    g = self.until.get(d)
+                    if g is not None and g.server_id == srv and g.seq_no <= seq:
+                        del self.until[d]
             return bf, 4
         name, pos = req.filename, req.position
         src, _ = self._words()
@@ -884,7 +969,7 @@ class BinlogDumpRun:
         if bf.encrypted:
             raise _DumpFailed(f"binlog '{bf.name}' is encrypted; binlake serve cannot decrypt it")
         alg = bf.checksum
-        if alg != ChecksumAlg.OFF and self.replica_checksum != alg:
+        if alg != ChecksumAlg.OFF and self.replica_checksum is None:
             src, rep = self._words()
             raise _DumpFailed(f"{rep.capitalize()} can not handle replication events with the checksum "
                               f"that {src} is configured to log; the first event '{bf.name}' at {pos}, "
@@ -923,6 +1008,8 @@ class BinlogDumpRun:
                         break
                     continue
                 sent += self._consider(ev)
+        except _UntilReached:
+            pass
         except DecodeError as exc:
             self._fail(f"{exc}")
         except _DumpFailed as exc:
@@ -974,18 +1061,92 @@ class BinlogDumpRun:
                 skip = True  # MariaDB sends ANNOTATE_ROWS only to replicas that ask for them
             if not skip and self.semi_sync:
                 need_ack = self._ends_transaction(ev)
+        if self.until is not None:
+            skip = self._until_track(ev, skip)
+        sent = 0
         if skip:
             self.events_skipped += 1
             self._skipped_since_send = True
-            return 0
-        self._skipped_since_send = False
-        self._send(ev.data, need_ack)
-        assert self.file is not None
-        if need_ack:
-            self.ack_requests.append((self.file.name, ev.end))
-            self._requested.add((self.file.name, ev.end))
-            self.primary._note_ack_request(self.server_id, self.file.name, ev.end)
-        return len(ev.data)
+        else:
+            self._skipped_since_send = False
+            self._send(ev.data, need_ack)
+            assert self.file is not None
+            if need_ack:
+                self.ack_requests.append((self.file.name, ev.end))
+                self._requested.add((self.file.name, ev.end))
+                self.primary._note_ack_request(self.server_id, self.file.name, ev.end)
+            sent = len(ev.data)
+        if self._until_stop is not None and self._until_group_ends(ev):
+            self._until_done(ev.end)
+            raise _UntilReached
+        return sent
+
+    # -- START SLAVE UNTIL master_gtid_pos (MariaDB) ------------------------------------------
+
+    def _until_track(self, ev: RawEvent, skip: bool) -> bool:
+        """Follow the binlog state and the UNTIL GTIDs as MariaDB's dump thread does; returns
+        whether to skip the event (a group past a domain's UNTIL GTID is not sent)."""
+        assert self.until is not None
+        code = ev.type_code
+        d = ev.data
+        if code == E.MARIADB_GTID_LIST:
+            count = int.from_bytes(d[HEADER_LEN:HEADER_LEN + 4], "little") & 0x0FFFFFFF
+            self._until_state = {}
+            for i in range(count):
+                at = HEADER_LEN + 4 + 16 * i
+                self._until_state[(int.from_bytes(d[at:at + 4], "little"),
+                                   int.from_bytes(d[at + 4:at + 8], "little"))] = int.from_bytes(d[at + 8:at + 16], "little")
+            return skip
+        if code != E.MARIADB_GTID:
+            return skip
+        seq = int.from_bytes(d[HEADER_LEN:HEADER_LEN + 8], "little")
+        domain = int.from_bytes(d[HEADER_LEN + 8:HEADER_LEN + 12], "little")
+        server = int.from_bytes(d[5:9], "little")
+        standalone = bool(d[HEADER_LEN + 12] & MARIADB_GTID_STANDALONE)
+        self._until_state.pop((domain, server), None)
+        self._until_state[(domain, server)] = seq  # the newest last within its domain
+        target = self.until.get(domain)
+        if target is None:
+            skip = True  # this domain reached its UNTIL GTID already
+        elif server == target.server_id and seq >= target.seq_no:
+            del self.until[domain]
+            if not self.until:
+                self._until_stop = "standalone" if standalone else "transaction"
+            if seq > target.seq_no:
+                skip = True  # the UNTIL GTID is not in the binlog: this group is past it
+        self._skip_group = skip
+        return skip
+
+    def _until_group_ends(self, ev: RawEvent) -> bool:
+        """Whether the group being sent when the last UNTIL GTID was reached ends here."""
+        code = ev.type_code
+        if self._until_stop == "standalone":
+            return code not in _GROUP_PARTS
+        if code in (E.XID, E.XA_PREPARE):
+            return True
+        if code != E.QUERY:
+            return False
+        assert self._dec is not None
+        q = self._dec.decode_event(ev.data, ev.offset)[0].query.strip().upper()  # type: ignore[attr-defined]
+        return q in ("COMMIT", "ROLLBACK")
+
+    def _until_done(self, end: int) -> None:
+        """The UNTIL condition is met: a GTID_LIST flagged UNTIL_REACHED with the binlog state,
+        then EOF, as a MariaDB primary ends such a dump."""
+        state = sorted(self._until_state.items(), key=lambda item: item[0][0])  # by domain, newest last
+        body = (len(state) | GTID_LIST_UNTIL_REACHED).to_bytes(4, "little") + b"".join(
+            dom.to_bytes(4, "little") + srv.to_bytes(4, "little") + seq.to_bytes(8, "little")
+            for (dom, srv), seq in state)
+        self._send(build_event(E.MARIADB_GTID_LIST, body, server_id=self.primary.config.server_id,
+                               log_pos=end, flags=LOG_EVENT_ARTIFICIAL_F,
+                               checksum=self._alg == ChecksumAlg.CRC32))
+        self.until_reached = True
+        log.info("connection %d: until reached %s", self.session.connection_id,
+                 kv({"at": f"{self.file.name if self.file else '-'}:{end}",
+                     "binlog_state": ",".join(f"{d}-{s}-{q}" for (d, s), q in state)}))
+        self.conn.send_eof()
+        self.status = DumpStatus.DONE
+        self._release()
 
     def _excluded(self, ev: RawEvent) -> bool:
         code = ev.type_code
@@ -1077,7 +1238,8 @@ class BinlogDumpRun:
         return ack
 
     def _fail(self, message: str) -> None:
-        log.info("binlog dump refused or failed: %s", message)
+        log.info("connection %d: binlog dump failed %s", self.session.connection_id,
+                 kv({"error": ER_MASTER_FATAL_ERROR_READING_BINLOG, "message": message}))
         self.error = message
         self.conn.send_error(ER_MASTER_FATAL_ERROR_READING_BINLOG, message, "HY000")
         self.status = DumpStatus.DONE

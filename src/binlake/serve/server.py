@@ -30,7 +30,7 @@ from ..protocol.server import (
     ServerState,
     TLSRequested,
 )
-from .primary import SEMI_SYNC_MAGIC, DumpStatus, Primary, Session
+from .primary import SEMI_SYNC_MAGIC, BinlogDumpRun, DumpStatus, Primary, Session, kv
 
 if TYPE_CHECKING:  # pragma: no cover
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
@@ -38,6 +38,12 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("binlake.serve")
 
 _RECV = 1 << 16
+
+
+def _peer(addr: tuple) -> str:
+    """host:port of a client ([host]:port for IPv6)."""
+    host, port = addr[0], addr[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class _Gone(Exception):
@@ -111,6 +117,7 @@ class PrimaryServer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._clients: dict[int, socket.socket] = {}
+        self._sessions: dict[int, Session] = {}
         self._threads: list[threading.Thread] = []
         self._next_id = 1
         self._accept_thread: threading.Thread | None = None
@@ -176,6 +183,12 @@ class PrimaryServer:
         for t in list(self._threads):
             t.join(max(0.0, deadline - time.monotonic()))
 
+    def dumps(self) -> list[BinlogDumpRun]:
+        """The binlog dumps of the connections open now (what each replica is being sent)."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        return [s.dump for s in sessions if s.dump is not None]
+
     def drop_connections(self) -> int:
         """Cut every client connection (as a crash or network failure would); returns how many."""
         with self._lock:
@@ -235,9 +248,14 @@ class PrimaryServer:
                     conn.tls_started()
                 elif isinstance(ev, Authenticated):
                     session = self.primary.session(conn, user=ev.user, host=addr[0])
-                    log.debug("connection %d: %s authenticated with %s", cid, ev.user, ev.plugin)
+                    with self._lock:
+                        self._sessions[cid] = session
+                    log.info("connection %d: accepted %s", cid,
+                             kv({"user": ev.user, "peer": _peer(addr), "plugin": ev.plugin,
+                                 "tls": isinstance(sock, ssl.SSLSocket)}))
                 elif isinstance(ev, AuthenticationFailed):
-                    log.info("connection %d: %s refused (%s)", cid, ev.user, ev.reason)
+                    log.info("connection %d: refused %s", cid,
+                             kv({"user": ev.user, "peer": _peer(addr), "reason": ev.reason}))
                     self._flush(sock, conn)
                     return
                 elif session is not None:
@@ -254,8 +272,15 @@ class PrimaryServer:
         finally:
             if session is not None:
                 session.close()
+                dump = session.dump
+                if dump is not None:
+                    log.info("connection %d: closed %s", cid,
+                             kv({"events_sent": dump.events_sent, "bytes_sent": dump.bytes_sent,
+                                 "at": f"{dump.file.name}:{dump.position}" if dump.file else "-",
+                                 **({"until_reached": True} if dump.until_reached else {})}))
             with self._lock:
                 self._clients.pop(cid, None)
+                self._sessions.pop(cid, None)
             try:
                 sock.close()
             except OSError:
