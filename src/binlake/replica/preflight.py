@@ -205,3 +205,23 @@ def _may_select(conn: MySQLConnection, key: tuple[str, str]) -> bool:
             return False
         raise
     return True
+
+
+SYNC_PROBE_SERVER_ID = 6449600
+"""The replica id `sync`'s privilege probe registers under (flipped as check() does)."""
+
+
+def check_sync(url: str, tables: str, warn: Callable[[str], None]) -> None:
+    """`binlake sync`'s checks, before Spark starts: the URL, the connection, the privileges
+    (REPLICATION SLAVE, the binlog's end, SELECT on every table) and the --tables patterns
+    (one that matches no table is an error: there would be nothing to sync)."""
+    from .url import ServerURL
+
+    server = ServerURL.parse(url)
+    parse_patterns(tables)
+    with MySQLConnection.connect(server.host, server.port, server.user, server.password,
+                                 **server.connect_kwargs()) as conn:
+        check(conn, tables, Needs(binlog_status="for the snapshot and the stream's start",
+                                  select="for the snapshot and the schema history",
+                                  unmatched_is_error=True),
+              server_id=SYNC_PROBE_SERVER_ID, warn=warn)
