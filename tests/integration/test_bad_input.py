@@ -32,6 +32,8 @@ USERS = {
     "bi_slave": ["REPLICATION SLAVE ON *.*"],
     # a replica's rights but no SELECT anywhere
     "bi_noselect": ["REPLICATION SLAVE, BINLOG MONITOR ON *.*"],
+    # sees the table (a privilege on it) but may not SELECT it
+    "bi_insert": ["REPLICATION SLAVE, BINLOG MONITOR ON *.*", f"INSERT ON {DB}.t"],
     # the least-privilege grants the README documents
     "bi_least": ["REPLICATION SLAVE, BINLOG MONITOR ON *.*", f"SELECT ON {DB}.*"],
 }
@@ -151,6 +153,9 @@ CASES: list[tuple[str, Callable[[Ctx], list[str]], list[str]]] = [
     ("stream-no-select-tables", lambda c: ["stream", c.user_url("bi_noselect"), "--until-end",
                                            "--tables", f"{DB}.*"],
      [f"'{DB}.*'", "SELECT", f"GRANT SELECT ON `{DB}`.* TO 'bi_noselect'@'%'"]),
+    ("stream-no-select-on-a-visible-table", lambda c: ["stream", c.user_url("bi_insert"),
+                                                       "--until-end", "--tables", f"{DB}.*"],
+     [f"lacks SELECT on {DB}.t", f"GRANT SELECT ON `{DB}`.* TO 'bi_insert'@'%'"]),
     # -- sync: checked before Spark ----------------------------------------------------------
     ("sync-no-such-table", lambda c: ["sync", c.url, "--tables", "nodb.*", "--once",
                                       "--warehouse", str(c.tmp / "wh")],
