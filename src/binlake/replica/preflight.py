@@ -174,7 +174,9 @@ def _check_tables(conn: MySQLConnection, patterns: list[str] | None, needs: Need
             warn(f"binlake: warning: {text} ({fix})")
     if needs.select is None or global_select:
         return
-    denied = [k for k in dict.fromkeys(wanted) if not _may_select(conn, k)]
+    readable = _select_databases(conn, account)
+    denied = [k for k in dict.fromkeys(wanted)
+              if not any(rx.fullmatch(k[0]) for rx in readable) and not _may_select(conn, k)]
     if denied:
         dbs = list(dict.fromkeys(db for db, _ in denied))
         shown = ", ".join(f"{db}.{t}" for db, t in denied[:_SHOWN_TABLES])
@@ -195,6 +197,32 @@ def _has_global_select(conn: MySQLConnection, account: str) -> bool:
     except BinlakeError:
         return False
     return bool(rows)
+
+
+def _select_databases(conn: MySQLConnection, account: str) -> list["re.Pattern[str]"]:
+    """The database grants the account may SELECT from as a whole (GRANT SELECT ON db.*), as
+    expressions (a grant's name is a LIKE pattern: '_' and '%' match, '\\' escapes): their
+    tables need no probe each."""
+    grantee = account.replace("\\", "\\\\").replace("'", "''")
+    try:
+        rows = conn.query("SELECT TABLE_SCHEMA FROM information_schema.SCHEMA_PRIVILEGES WHERE "
+                          f"PRIVILEGE_TYPE = 'SELECT' AND GRANTEE = '{grantee}'").rows
+    except BinlakeError:
+        return []
+    return [re.compile(_like(str(r[0]))) for r in rows if r[0]]
+
+
+def _like(pattern: str) -> str:
+    out, escaped = [], False
+    for c in pattern:
+        if escaped:
+            out.append(re.escape(c))
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        else:
+            out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return "".join(out)
 
 
 def _may_select(conn: MySQLConnection, key: tuple[str, str]) -> bool:
