@@ -321,7 +321,8 @@ class IncidentError(BinlakeError):
             + (f" ({ev.message})" if ev.message else "")
             + ": changes may be missing from the binlog here (a MySQL replica stops with error "
               "1590)",
-            hint="re-snapshot the tables; to read on past it anyway, pass --skip-incidents")
+            hint="re-snapshot the tables; to read on past it anyway: binlake decode or "
+                 "stream --skip-incidents")
 
 
 def incident_line(ev: IncidentEvent) -> str:

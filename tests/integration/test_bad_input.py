@@ -261,3 +261,27 @@ def test_least_privilege_grants_suffice(mariadb, ctx: Ctx) -> None:
     assert res.returncode == 0, res.stderr
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert any(r["after"] == {"id": 7, "v": 70} for r in rows if r.get("after")), res.stdout
+
+
+def test_a_stream_stops_before_an_incident(corpus_dir: Path, tmp_path: Path) -> None:
+    """binlake's primary serving the corpus file with an INCIDENT event: `stream` stops
+    before it with the named error, its checkpoint before the event (a restart stops there
+    again); --skip-incidents reads on with a warning."""
+    from test_serve_support import link_files, plain_url, serving
+
+    paths = link_files(corpus_dir, tmp_path, [("bug40482-bin.000001", INCIDENT_FILE)])
+    ckpt = tmp_path / "ckpt.json"
+    with serving(paths, version="8.4.3-binlake") as srv:
+        url = plain_url(srv)
+        args = ["stream", url, "--start", "bug40482-bin.000001:4", "--until-end",
+                "--no-schema-history"]
+        res = binlake_cli(*args, "--checkpoint", str(ckpt))
+        assert_one_line_error(res, ["bug40482-bin.000001 offset 106 INCIDENT", "1590",
+                                    "--skip-incidents"])
+        saved = json.loads(ckpt.read_text())["position"]
+        assert saved["file"] == "bug40482-bin.000001" and saved["pos"] <= 106, saved
+        res = binlake_cli(*args, "--skip-incidents")
+        assert res.returncode == 0, res.stderr
+        assert res.stderr.splitlines() == [
+            "binlake: warning: bug40482-bin.000001 offset 106: INCIDENT number 66 passed over "
+            "(--skip-incidents): changes may be missing here"]
