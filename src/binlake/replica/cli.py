@@ -202,10 +202,10 @@ def _checked_tracker(server: Any, checkpoint: str | None, start: Any, enabled: b
             from ..schema.history import history_path
 
             has_history = history_path(checkpoint).exists()
+        status = ("for a start at the end" if start is None
+                  else "for --until-end" if until_end else None)
         bootstrap = enabled and not has_history and start is None
-        needs = Needs(binlog_status=("for a start at the end" if start is None
-                                     else "for --until-end") if start is None or until_end
-                      else None,
+        needs = Needs(binlog_status=status,
                       select="for the schema history (or pass --no-schema-history)"
                       if bootstrap else None)
         check(probe, tables, needs, server_id=server_id,

@@ -66,9 +66,14 @@ def check(conn: MySQLConnection, tables: str | None, needs: Needs, *, server_id:
             f"{account} on {conn.host}:{conn.port} lacks "
             + " and ".join(f"{p}, needed {why}" for p, why in missing),
             hint=f"GRANT {privs} ON *.* TO {account}")
-    if needs.select is None and patterns is None:
+    if (needs.select is None and patterns is None) or serves_files(conn):
         return
-    _check_tables(conn, patterns, needs, account, warn, option, tables)
+    _check_tables(conn, patterns, needs, account, warn, option)
+
+
+def serves_files(conn: MySQLConnection) -> bool:
+    """Is the server `binlake serve`? It serves binlog files and has no tables to check."""
+    return "-binlake" in conn.server_version.lower()
 
 
 def _account(conn: MySQLConnection) -> str:
@@ -132,8 +137,7 @@ def _grant_target(pattern: str) -> str:
 
 
 def _check_tables(conn: MySQLConnection, patterns: list[str] | None, needs: Needs,
-                  account: str, warn: Callable[[str], None], option: str,
-                  spec: str | None) -> None:
+                  account: str, warn: Callable[[str], None], option: str) -> None:
     visible = [(str(db), str(t)) for db, t in conn.query(
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
         "'BASE TABLE' AND TABLE_SCHEMA NOT IN ("
