@@ -26,7 +26,7 @@ ER_SPECIFIC_ACCESS_DENIED = 1227
 ER_ACCESS_DENIED = 1045
 ER_TABLEACCESS_DENIED = 1142
 _PRIVILEGES_RE = re.compile(r"the (.+?) privilege\(s\)")
-_SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+_SYSTEM_SCHEMAS = ("information_schema", "performance_schema", "sys")  # (never in the binlog)
 _SHOWN_TABLES = 3
 
 
@@ -139,8 +139,8 @@ def _grant_target(pattern: str) -> str:
 def _check_tables(conn: MySQLConnection, patterns: list[str] | None, needs: Needs,
                   account: str, warn: Callable[[str], None], option: str) -> None:
     visible = [(str(db), str(t)) for db, t in conn.query(
-        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = "
-        "'BASE TABLE' AND TABLE_SCHEMA NOT IN ("
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN "
+        "('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN ("
         + ", ".join(f"'{s}'" for s in _SYSTEM_SCHEMAS) + ")").rows]
     global_select = _has_global_select(conn, account)
     where = f"{conn.host}:{conn.port}"
