@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .binlog.constants import ColumnType as T
 from .binlog.events import (
-    Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
+    Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
+    XidEvent,
 )
 from .binlog.table_map import ColumnInfo, TableMapEvent
 from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
@@ -302,6 +303,35 @@ _make_records = _load_make_records()
 
 # -- events -> records --------------------------------------------------------------------
 
+INCIDENT_NAMES = {0: "NONE", 1: "LOST_EVENTS"}
+"""MySQL's incident numbers (an INCIDENT event's post-header)."""
+
+
+class IncidentError(BinlakeError):
+    """The binlog holds an INCIDENT event: the primary lost changes it could not log (a MySQL
+    replica stops there with error 1590). Reading on would hand out a gap as if whole."""
+
+    def __init__(self, ev: IncidentEvent) -> None:
+        self.file = ev.file
+        self.offset = ev.offset
+        self.incident = ev.incident
+        name = INCIDENT_NAMES.get(ev.incident, f"number {ev.incident}")
+        super().__init__(
+            f"{ev.file} offset {ev.offset} INCIDENT: incident {name} on the primary"
+            + (f" ({ev.message})" if ev.message else "")
+            + ": changes may be missing from the binlog here (a MySQL replica stops with error "
+              "1590)",
+            hint="re-snapshot the tables; to read on past it anyway: binlake decode or "
+                 "stream --skip-incidents")
+
+
+def incident_line(ev: IncidentEvent) -> str:
+    """The warning for an INCIDENT event read past on request (--skip-incidents)."""
+    name = INCIDENT_NAMES.get(ev.incident, f"number {ev.incident}")
+    return (f"binlake: warning: {ev.file} offset {ev.offset}: INCIDENT {name} passed over "
+            "(--skip-incidents): changes may be missing here")
+
+
 class ChangeTracker:
     """Follow transaction context across events and turn rows events into ChangeRecords.
 
@@ -315,8 +345,11 @@ class ChangeTracker:
                  xa: XaLedger | None = None,
                  reread: Callable[[PreparedRange, tuple[str | None, int]], Held] | None = None,
                  locate: Callable[[str, tuple[str | None, int]], PreparedRange | None] | None = None,
-                 walk: bool = False) -> None:
+                 walk: bool = False,
+                 on_incident: Callable[[IncidentEvent], None] | None = None) -> None:
         self.table_filter = tables
+        self.on_incident = on_incident
+        """Called for an INCIDENT event read as changes (None: IncidentError there)."""
         self.gtid: str | None = None
         self.xa = xa if xa is not None else XaLedger()
         self.reread = reread
@@ -361,9 +394,16 @@ class ChangeTracker:
         elif isinstance(ev, XaPrepareEvent):
             self._group = None
             xid = xid_text(ev.format_id, ev.gtrid, ev.bqual)
-            released, rng = self.xa.prepared(xid, ev.end, ev.one_phase)
+            released, rng = self.xa.prepared(xid, ev.end, ev.one_phase, ev.file)
             if ev.one_phase:
                 self._released = released if released is not None else rng
+        elif t is IncidentEvent:
+            # Not when only walking, nor before a start position (keep=False): those
+            # changes are not being read.
+            if keep and not self.walk:
+                if self.on_incident is None:
+                    raise IncidentError(ev)
+                self.on_incident(ev)
 
     def observe_gtid(self, ev: GtidEvent | MariaGtidEvent, gtid: str | None, *,
                      keep: bool = True) -> None:
@@ -571,13 +611,16 @@ def no_table(schema: str, table: str) -> bool:
     return False
 
 
-def table_filter(spec: str | None) -> Callable[[str, str], bool] | None:
-    """`db.table,db2.*` -> predicate; None when no filter was given."""
-    if not spec:
+def table_filter(spec: str | None, option: str = "--tables") -> Callable[[str, str], bool] | None:
+    """`db.table,db2.*` -> predicate; None when no filter was given. A pattern that can
+    match no table is a ConfigError naming it (and `option`, the argument it came from)."""
+    if spec is None:
         return None
     import fnmatch
 
-    patterns = [p.strip() for p in spec.split(",") if p.strip()]
+    from .table_patterns import parse_patterns
+
+    patterns = parse_patterns(spec, option)
     seen: dict[tuple[str, str], bool] = {}  # asked for every rows event: answered once per table
 
     def match(schema: str, table: str) -> bool:

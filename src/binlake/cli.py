@@ -45,7 +45,37 @@ def _fail(exc: BinlakeError) -> click.ClickException:
     return _Fail(str(exc))
 
 
+class _UsageLine(click.ClickException):
+    """A usage error as one line (the message and where help is), not click's usage block:
+    every bad input gets one line on stderr."""
+
+    exit_code = 2
+
+
+def _one_line(exc: click.UsageError) -> click.ClickException:
+    where = exc.ctx.command_path if exc.ctx is not None else "binlake"
+    message = " ".join(exc.format_message().split())
+    return _UsageLine(f"{message} (see '{where} --help')")
+
+
 class _LazyGroup(click.Group):
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[arg-type]
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
 
@@ -87,9 +117,9 @@ def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
               help="Print every event instead of row changes.")
 @click.option("--changes", "what", flag_value="changes", default=True,
               help="Print row changes (the default).")
-@click.option("--start-position", type=int, default=None,
+@click.option("--start-position", type=click.IntRange(min=4), default=None,
               help="Skip events that start before this byte offset (first file only).")
-@click.option("--stop-position", type=int, default=None,
+@click.option("--stop-position", type=click.IntRange(min=4), default=None,
               help="Stop before the first event that starts at or after this offset (last file).")
 @click.option("--gtid", "gtids", default=None,
               help="Only transactions with these GTIDs (MySQL set 'uuid:1-5' or MariaDB "
@@ -105,6 +135,10 @@ def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
                    "CHECKPOINT.schema.json, sync WAREHOUSE/_binlake/schema_history.json): "
                    "column names, types and keys at each row's own position, across DDL and "
                    "with binlog_row_metadata=MINIMAL.")
+@click.option("--skip-incidents", is_flag=True,
+              help="Read on past INCIDENT events (the primary lost changes there) with a "
+                   "warning; without it, reading changes stops at the first one with an error, "
+                   "as a MySQL replica does (error 1590).")
 @click.option("--stats", is_flag=True,
               help='Print a final JSON line {"rows", "events", "bytes", "seconds"}: on stdout '
                    "with --output null, else on stderr.")
@@ -115,7 +149,7 @@ def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
 def decode(files: tuple[str, ...], output: str, what: str, start_position: int | None,
            stop_position: int | None, gtids: str | None, tables: str | None,
            key_file: str | None, allow_unknown_events: bool, no_verify_checksums: bool,
-           schema_history: str | None, stats: bool, jobs: int) -> None:
+           schema_history: str | None, skip_incidents: bool, stats: bool, jobs: int) -> None:
     """Decode binlog FILES and print their row changes (or events).
 
     \b
@@ -145,7 +179,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
                           stop_position=stop_position, gtids=gtids, tables=tables,
                           keys=_load_keys(key_file), allow_unknown=allow_unknown_events,
                           verify_checksums=not no_verify_checksums,
-                          schema_history=schema_history)
+                          schema_history=schema_history, skip_incidents=skip_incidents)
         if jobs > 1:
             counts = decode_in_parallel(spec, jobs, out)
         else:

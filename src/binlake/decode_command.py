@@ -44,6 +44,8 @@ class DecodeSpec:
     allow_unknown: bool = False
     verify_checksums: bool = True
     schema_history: str | None = None
+    skip_incidents: bool = False
+    """Read past INCIDENT events with a warning (else: an error at the first one)."""
 
     def passes_over(self) -> bool:
         """May left-out tables' rows events be passed over unread? Not for the positions,
@@ -95,7 +97,20 @@ class _FileDecoder:
         from .changes import ChangeTracker
 
         return ChangeTracker(self.tables, locate=locate, reread=lambda rng, _at: reread_prepared(
-            self.spec.files, rng, self.tables, **self.options))
+            self.spec.files, rng, self.tables, **self.options), on_incident=self._incident())
+
+    def _incident(self) -> Callable[[Any], None] | None:
+        """What an INCIDENT event does: stop the changes (None: IncidentError), pass with a
+        warning (--skip-incidents), or nothing with --events, which prints it as an event."""
+        if self.spec.what == "events":
+            return lambda ev: None
+        if self.spec.skip_incidents:
+            import sys
+
+            from .changes import incident_line
+
+            return lambda ev: print(incident_line(ev), file=sys.stderr, flush=True)
+        return None
 
     def decode(self, index: int, tracker: Any, out: TextIO, counts: Counts, *,
                begin: int | None = None, until: int | None = None) -> int | None:

@@ -175,7 +175,8 @@ class XaLedger:
             self._buffer.extend(records)
         self._units = base + units
 
-    def prepared(self, xid: str, end: int, one_phase: bool) -> tuple[Held | None, PreparedRange]:
+    def prepared(self, xid: str, end: int, one_phase: bool, file: str | None = None
+                 ) -> tuple[Held | None, PreparedRange]:
         """The XA_PREPARE event (ending at `end`): (records to hand out now, the group's
         range). One phase (MySQL): the group is a commit, its records go out now (None if
         they were not kept: the caller re-reads the range). Else none go out, and the
@@ -184,7 +185,7 @@ class XaLedger:
         self._open = self._buffer = None
         self.holding = False
         if opened is None or opened[0] != xid:
-            raise XaError(f"XA_PREPARE of {xid} ending at {end} closes "
+            raise XaError(f"{file + ': ' if file else ''}XA_PREPARE of {xid} ending at {end} closes "
                           f"{'no XA transaction' if opened is None else opened[0]}",
                           hint="the binlog is cut inside an XA transaction; start at a boundary")
         rng = PreparedRange(xid, opened[1], opened[2], end)

@@ -673,7 +673,7 @@ def _records_of_packets(path: Path, merge: bool, table_filter: object = None
     buf = _event_packets(_raw_events(path.read_bytes()))
     dec = _decoder("c", file=path.name, table_filter=table_filter, count_filtered=True,
                    skip_filtered=True)
-    tracker = ChangeTracker(table_filter)
+    tracker = ChangeTracker(table_filter, on_incident=lambda ev: None)  # (read past INCIDENTs)
     key = ("records", tracker.table_filter)
     out: list[tuple] = []
     lists = pos = seq = 0

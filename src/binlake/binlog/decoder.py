@@ -746,11 +746,13 @@ _STREAM_CHECKSUM_HINT = (
 def _stream_located(exc: DecodeError, file: str | None, raw: Any) -> DecodeError:
     """A stream's decode error with the event's offset from its header (its end, log_pos,
     less its length), where the error does not name one. A checksum error says what to
-    look at: the primary's copy, or the link."""
+    look at: the primary's copy, or the link. So does a length that disagrees with the
+    packet (TruncatedError): a packet is a whole event, so that is damage, not an end."""
     offset = exc.offset
     if offset is None and len(raw) >= HEADER_LEN:
         log_pos = _U32.unpack_from(raw, 13)[0]
         if log_pos >= len(raw):
             offset = log_pos - len(raw)
     return exc.located(file=file, offset=offset,
-                       hint=_STREAM_CHECKSUM_HINT if isinstance(exc, ChecksumError) else None)
+                       hint=_STREAM_CHECKSUM_HINT if isinstance(exc, (ChecksumError, TruncatedError))
+                       else None)

@@ -40,11 +40,15 @@ from .position import Position
 @click.option("--schema-history/--no-schema-history", default=True, show_default=True,
               help="Track table shapes across DDL (names/types right even with "
                    "binlog_row_metadata=MINIMAL); stored beside the checkpoint.")
+@click.option("--skip-incidents", is_flag=True,
+              help="Read on past INCIDENT events (the primary lost changes there) with a "
+                   "warning; without it the stream stops before the first one with an error, "
+                   "as a MySQL replica does (error 1590).")
 @click.option("--stats", is_flag=True, help='Print a final JSON line {"rows","events","seconds"}.')
 def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | None,
            until_end: bool, tables: str | None, semi_sync: bool, server_id: int, heartbeat: float,
            output: str, out_path: str | None, password_prompt: bool, password_env: str,
-           schema_history: bool, stats: bool) -> None:
+           schema_history: bool, skip_incidents: bool, stats: bool) -> None:
     """Stream row changes from a live MySQL/MariaDB primary (URL: mysql://user:pw@host:port).
 
     \b
@@ -58,7 +62,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
     """
     import signal
 
-    from ..changes import table_filter
+    from ..changes import incident_line, table_filter
     from .checkpoint import CheckpointStore
     from .sink import OutputSink
     from .stream import BinlogStream, StreamOptions
@@ -86,13 +90,15 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
             start = Position.parse_start(start_pos)
         elif gtid:
             start = _parse_gtid(gtid)
+        keep = table_filter(tables)  # (a pattern that can match nothing: refused here)
         if password_prompt:
             server = server.with_password(click.prompt("Password", hide_input=True))
         sink = OutputSink(out_path, resume_bytes)
         last_save = [0.0]
         last_saved: list[Position | None] = [saved[0] if saved is not None else None]
 
-        tracker = _schema_tracker(server, checkpoint, start, schema_history)
+        tracker = _checked_tracker(server, checkpoint, start, schema_history, tables=tables,
+                                   until_end=until_end, server_id=server_id)
 
         def save(position: Position, force: bool = False) -> None:
             """Make the output durable, then record where it ends and where the stream is.
@@ -127,9 +133,11 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                 save(position, force=True)
 
         opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
-                             semi_sync=semi_sync, heartbeat=heartbeat, tables=table_filter(tables),
+                             semi_sync=semi_sync, heartbeat=heartbeat, tables=keep,
                              on_commit=save, on_stream_start=started, on_idle=idle,
-                             table_resolver=tracker)
+                             table_resolver=tracker,
+                             on_incident=(lambda ev: click.echo(incident_line(ev), err=True))
+                             if skip_incidents else None)
         bs = BinlogStream(server, opts)
 
         def stop(signum: int, frame: Any) -> None:
@@ -180,10 +188,37 @@ def _fail(exc: BinlakeError) -> click.ClickException:
     return fail(exc)
 
 
-def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool) -> Any:
+def _checked_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool, *,
+                     tables: str | None, until_end: bool, server_id: int) -> Any:
+    """Check what the run needs on the server (replica/preflight.py), then make its schema
+    history (_schema_tracker), over one connection."""
+    from .connection import MySQLConnection
+    from .preflight import Needs, check
+
+    with MySQLConnection.connect(server.host, server.port, server.user, server.password,
+                                 **server.connect_kwargs()) as probe:
+        has_history = False
+        if enabled and checkpoint is not None:
+            from ..schema.history import history_path
+
+            has_history = history_path(checkpoint).exists()
+        status = ("for a start at the end" if start is None
+                  else "for --until-end" if until_end else None)
+        bootstrap = enabled and not has_history and start is None
+        needs = Needs(binlog_status=status,
+                      select="for the schema history (or pass --no-schema-history)"
+                      if bootstrap else None)
+        check(probe, tables, needs, server_id=server_id,
+              warn=lambda line: click.echo(line, err=True))
+        return _schema_tracker(server, checkpoint, start, enabled, probe)
+
+
+def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool,
+                    probe: Any) -> Any:
     """The schema history for this run: the one saved beside the checkpoint, else a bootstrap
     from information_schema when the stream starts at the primary's current end. A stream
-    started at an older position without a history relies on the TABLE_MAP metadata."""
+    started at an older position without a history relies on the TABLE_MAP metadata.
+    `probe`: a connection to the server (binlake's own client)."""
     if not enabled:
         return None
 
@@ -211,29 +246,24 @@ def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bo
             hint = "check the credentials: user name and password" if code == 1045 else None
             raise ServerError(code, str(message), hint=hint) from None
 
-    # Reach the server with binlake's own client first: its errors name host, port and cause.
     # The schema modules are imported only where a tracker is made (tens of ms of start-up).
-    from .connection import MySQLConnection
-
     from ..errors import BinlakeError
 
-    with MySQLConnection.connect(server.host, server.port, server.user, server.password,
-                                 **server.connect_kwargs()) as probe:
-        if checkpoint is not None:
-            from ..schema.history import history_path
+    if checkpoint is not None:
+        from ..schema.history import history_path
 
-            if history_path(checkpoint).exists():
-                from ..schema.tracker import SchemaTracker
-
-                return SchemaTracker.load(history_path(checkpoint), connect=connect)
-        if start is None:
+        if history_path(checkpoint).exists():
             from ..schema.tracker import SchemaTracker
 
-            return SchemaTracker.from_server(connect)
-        try:
-            metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
-        except BinlakeError:  # only decides whether to warn (MySQL 5.7 has no such variable)
-            metadata = "UNKNOWN"
+            return SchemaTracker.load(history_path(checkpoint), connect=connect)
+    if start is None:
+        from ..schema.tracker import SchemaTracker
+
+        return SchemaTracker.from_server(connect)
+    try:
+        metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
+    except BinlakeError:  # only decides whether to warn (MySQL 5.7 has no such variable)
+        metadata = "UNKNOWN"
     if metadata != "FULL":
         click.echo("binlake: no schema history for this start position; column names and types "
                    f"come from the TABLE_MAP metadata, and binlog_row_metadata is {metadata}: "

@@ -20,6 +20,15 @@ from ..errors import ConfigError
 
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
+        try:
+            self._open(path, resume_bytes)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the --out file {path}: {exc.strerror or exc}"
+                              + (f" ({exc.filename})" if exc.filename and str(exc.filename) != path
+                                 else ""),
+                              hint="give a writable file path") from None
+
+    def _open(self, path: str | None, resume_bytes: int | None) -> None:
         self.path = Path(path) if path else None
         self._raw = None
         if self.path is None:

@@ -121,6 +121,9 @@ class StreamOptions:
     """Stop at this (file, pos) boundary; an error if the stream cannot reach it."""
     xa_walk: bool = False
     """Only walk the binlog for its XA PREPAREs (a commit of changes not read is no error)."""
+    on_incident: Callable[[Any], None] | None = None
+    """Called for an INCIDENT event, which is then read past (None: the stream stops there
+    with binlake.changes.IncidentError, before it)."""
     reread_server_id: int | None = None
     """Server id of the short second dump that re-reads an XA PREPARE this stream did not
     see (None: server_id with its top bit flipped; a replica id must be unique)."""
@@ -440,7 +443,8 @@ class BinlogStream:
     def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool | object) -> Iterator:
         """Records (batched: lists of records) until the end or a stop."""
         tracker = ChangeTracker(self.options.tables, xa=self._xa, reread=self._reread,
-                                locate=self._locate, walk=self.options.xa_walk)
+                                locate=self._locate, walk=self.options.xa_walk,
+                                on_incident=self.options.on_incident)
         # Lists of several events' records (batches(per_event=False)): the run makes the
         # records of a transaction's kept rows events itself (RowsScanner's records mode),
         # with each TABLE_MAP's constants that _rows_records keeps under this key.

@@ -293,8 +293,27 @@ class SchemaHistory:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "SchemaHistory":
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        """Read a saved history; SchemaError names the file and what is wrong with it."""
+        hint = ("give the file binlake saved (CHECKPOINT.schema.json, or "
+                "WAREHOUSE/_binlake/schema_history.json)")
+        try:
+            with open(path, encoding="utf-8") as f:
+                d = json.load(f)
+        except OSError as exc:
+            raise SchemaError(f"cannot read the schema history {path}: {exc.strerror}",
+                              hint=hint) from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SchemaError(f"the schema history {path} is not JSON ({exc})", hint=hint) from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise SchemaError(f"{path} is not a binlake schema history (no \"format\": "
+                              f"\"{FORMAT}\" in it)", hint=hint)
+        try:
+            return cls.from_dict(d)
+        except SchemaError as exc:
+            raise SchemaError(f"{path}: {exc}", hint=hint) from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise SchemaError(f"the schema history {path} is damaged: "
+                              f"{type(exc).__name__} {exc}", hint=hint) from None
 
     def tables_at(self, pos: BinlogPos | None = None) -> Iterable[TableDef]:
         for key in self.versions:

@@ -55,8 +55,6 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
       binlake sync mysql://repl:pw@db1:3306 --tables 'shop.*' --warehouse /data/lake
       binlake sync mysql://repl@db1 --tables 'shop.orders' --once --scd 2
     """
-    from .sync import SyncOptions, run_sync
-
     from ..logs import setup
 
     setup(logging.INFO, json_lines=log_json)
@@ -66,6 +64,13 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
             return
         if not tables:
             raise click.UsageError("--tables is required with a server URL")
+        # The URL, the connection, the privileges and the patterns, in one line each, before
+        # Spark's start-up (tens of seconds) rather than in a traceback after it.
+        from ..replica.preflight import check_sync
+
+        check_sync(url, tables, warn=lambda line: click.echo(line, err=True))
+        from .sync import SyncOptions, run_sync
+
         opts = SyncOptions(url=url, tables=tables, warehouse=Path(warehouse), master=master,
                            once=once, scd_type=int(scd_type), change_log=change_log,
                            max_rows_per_trigger=max_rows_per_trigger,
