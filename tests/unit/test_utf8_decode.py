@@ -23,7 +23,7 @@ from simd import levels, simd_level  # noqa: E402,F401  (tests/unit is on sys.pa
 
 
 @pytest.fixture(autouse=True)
-def _every_level(simd_level: str) -> str:
+def _every_level(simd_level: str) -> str:  # noqa: F811  (the fixture, imported above)
     """Each test below runs once per vector level (simd.py's fixture)."""
     return simd_level
 

@@ -161,7 +161,7 @@ class ClientConnection(PacketEndpoint):
         self.capabilities = 0
         self.auth_plugin: str | None = None
         self._auth: ClientAuth | None = None
-        self._out: list[bytes] = []
+        self._out: list[bytes | memoryview] = []
         self._events: collections.deque[Event] = collections.deque()
         self._columns: list[ColumnDefinition] = []
         self._ncols = 0

@@ -263,7 +263,7 @@ class PacketEndpoint:
     send queue in `_out` until the I/O edge takes them with `data_to_send()`."""
 
     stream: PacketStream
-    _out: list
+    _out: list[bytes | memoryview]
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Hand over received bytes (b"" is not end-of-file here; the caller handles EOF)."""

@@ -7,7 +7,7 @@ can only start with 0xFE when it is at least 16 MiB long, which is how the two a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..binlog.constants import ColumnType
 from ..errors import ProtocolError, ServerError
@@ -248,7 +248,7 @@ class ResultSet:
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.rows)
 
     def __len__(self) -> int:

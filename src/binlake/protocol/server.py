@@ -422,7 +422,7 @@ class ServerConnection(PacketEndpoint):
         accounts = self._accounts
         if callable(accounts) and not isinstance(accounts, Mapping):
             return accounts(user)
-        return accounts.get(user)  # type: ignore[union-attr]
+        return accounts.get(user)
 
     def _on_auth_data(self, data: bytes) -> ServerEvent | None:
         assert self._auth is not None

@@ -144,17 +144,20 @@ class Reader:
         return self.buf[self._take(1, what)]
 
     def u16(self, what: str = "int<2>") -> int:
-        return _U16.unpack_from(self.buf, self._take(2, what))[0]
+        value: int = _U16.unpack_from(self.buf, self._take(2, what))[0]
+        return value
 
     def u24(self, what: str = "int<3>") -> int:
         pos = self._take(3, what)
         return int.from_bytes(self.buf[pos:pos + 3], "little")
 
     def u32(self, what: str = "int<4>") -> int:
-        return _U32.unpack_from(self.buf, self._take(4, what))[0]
+        value: int = _U32.unpack_from(self.buf, self._take(4, what))[0]
+        return value
 
     def u64(self, what: str = "int<8>") -> int:
-        return _U64.unpack_from(self.buf, self._take(8, what))[0]
+        value: int = _U64.unpack_from(self.buf, self._take(8, what))[0]
+        return value
 
     def fixed(self, n: int, what: str = "string") -> bytes:
         pos = self._take(n, what)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
