@@ -71,3 +71,82 @@ def value_text_function(c: Any) -> Callable[[Any], str]:
     expr = value_expr(c, "c", ns)
     exec(compile(f"def text(v):\n    return {expr}\n", "<binlake value text>", "exec"), ns)
     return ns["text"]
+
+
+# -- JSON lines of change records (`decode` and `stream` --output jsonl) ----------------------
+
+def record_line(rec: Any) -> str:
+    """One record's JSON line, without its newline: the reference, and the pure-Python twin
+    of the C writer (records_jsonl)."""
+    return json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def records_jsonl_python(records: Any) -> bytes:
+    """records_jsonl in Python only."""
+    return "".join([record_line(r) + "\n" for r in records]).encode("utf-8")
+
+
+# kinds of jsonl_plan (speedups/jsonl_lines.h)
+_JK_GENERIC, _JK_ANY, _JK_FLOAT, _JK_DECIMAL, _JK_DATE, _JK_DATETIME, _JK_TIMESTAMP, _JK_TIME = range(8)
+
+
+def _plan_kind(c: Any) -> int:
+    """How the C writer writes column c's common values (formatter_for's rules)."""
+    t = c.type
+    if c.is_json:
+        return _JK_GENERIC
+    if t == T.FLOAT:
+        return _JK_FLOAT
+    if t == T.NEWDECIMAL:
+        return _JK_DECIMAL
+    if t in (T.DATETIME2, T.DATETIME):
+        return _JK_DATETIME
+    if t in (T.TIMESTAMP2, T.TIMESTAMP):
+        return _JK_TIMESTAMP
+    if t in (T.TIME2, T.TIME):
+        return _JK_TIME
+    if t in (T.DATE, T.NEWDATE):
+        return _JK_DATE
+    return _JK_ANY
+
+
+def jsonl_plan(tm: Any) -> tuple[tuple[bytes, ...], bytes, bytes, tuple[Callable[[Any], str], ...]] | None:
+    """What the C writer needs of a table's images, made once per TABLE_MAP: per column its
+    JSON key ('"name":'), its kind, its fsp and its Python formatter (value -> JSON text) for
+    values of other types. None (every record of the table written by record_line): column
+    names that repeat, which a dict would merge."""
+    cached = tm.row_decoders.get("jsonl-plan", False)
+    if cached is not False:
+        return cached
+    names = list(tm.column_names)
+    plan = None
+    if len(set(names)) == len(names) and len(names) == len(tm.columns):
+        keys = tuple((json_string(n) + ":").encode("utf-8") for n in names)
+        kinds = bytes(_plan_kind(c) for c in tm.columns)
+        fsps = bytes(min(max(int(c.fsp or 0), 0), 255) for c in tm.columns)
+        fmts = tuple(_value_json(formatter_for(c)) for c in tm.columns)
+        plan = (keys, kinds, fsps, fmts)
+    tm.row_decoders["jsonl-plan"] = plan
+    return plan
+
+
+def _value_json(fmt: Callable[[Any], Any]) -> Callable[[Any], str]:
+    return lambda v: dumps(fmt(v))
+
+
+def _load_jsonl_writer() -> Callable[[Any], bytes]:
+    from .binlog.columns.rowcodec import prepare_float_text, speedups_function
+
+    writer = speedups_function("jsonl_records")
+    if writer is None:
+        return records_jsonl_python
+    prepare_float_text()
+
+    def records_jsonl(records: Any) -> bytes:
+        return writer(records, jsonl_plan, record_line)
+    return records_jsonl
+
+
+records_jsonl: Callable[[Any], bytes] = _load_jsonl_writer()
+"""Change records -> the UTF-8 bytes of their JSON lines (each ending in a newline), as
+record_line writes them: in C with the extension (speedups/jsonl_lines.h)."""

@@ -122,6 +122,8 @@ class _FileDecoder:
         if gfilter is not None:
             gfilter.current = None
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
+        if spec.output == "jsonl" and spec.what == "changes":
+            out = LinesOut(out)  # (flushed below: lines written stay written on an error)
         reached = None
         # Asked once, not per event: most events meet none of these.
         start_here = first and start is not None
@@ -176,6 +178,8 @@ class _FileDecoder:
         finally:
             counts.events += events
             counts.rows += rows
+            if type(out) is LinesOut:
+                out.flush()
         counts.events += dec.events_skipped
         return reached
 
@@ -377,12 +381,69 @@ def write_jsonl(out: Any, obj: dict[str, Any]) -> None:
     out.write("\n")
 
 
+class LinesOut:
+    """Where `decode` writes JSON lines: a text stream's binary buffer when the stream
+    writes UTF-8 with plain newlines (as the bytes of cdcjson.records_jsonl, gathered into
+    writes of about 1 MiB), else the text stream itself. Nothing else may write to the
+    stream while it is in use; flush() before it is used again."""
+
+    LIMIT = 1 << 20
+
+    def __init__(self, out: Any) -> None:
+        import codecs
+
+        self.out = out
+        enc = getattr(out, "encoding", None)
+        raw = getattr(out, "buffer", None)
+        self.raw = None
+        if raw is not None and enc and codecs.lookup(enc).name == "utf-8" and os.linesep == "\n":
+            out.flush()  # (anything written as text before goes first)
+            self.raw = raw
+        self.pending: list[bytes] = []
+        self.size = 0
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.raw is None:
+            self.out.write(data.decode("utf-8"))
+            return
+        self.pending.append(data)
+        self.size += len(data)
+        if self.size >= self.LIMIT:
+            self.flush()
+
+    def write(self, text: str) -> None:
+        """Text, after the bytes before it (a value the UTF-8 codec refuses: the stream's
+        own error handler decides)."""
+        self.flush()
+        self.out.write(text)
+        self.out.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
+            self.pending = []
+            self.size = 0
+            self.raw.write(data)  # type: ignore[union-attr]
+
+
 def write_records(out: Any, records: Iterable[Any], output: str) -> None:
     """Change records as lines of `output` ("jsonl" or "text"): the one writer of
-    `decode` (events or lists of records) and `stream`."""
+    `decode` (events or lists of records) and `stream`. JSON lines go as bytes to an `out`
+    with write_bytes (LinesOut, replica.sink.OutputSink), else as text."""
     if output == "jsonl":
-        for rec in records:
-            write_jsonl(out, rec.to_json_dict())
+        from .cdcjson import record_line, records_jsonl
+
+        try:
+            data = records_jsonl(records)
+        except UnicodeEncodeError:  # a lone surrogate: as the text stream writes it
+            for rec in records:
+                out.write(record_line(rec) + "\n")
+            return
+        write_bytes = getattr(out, "write_bytes", None)
+        if write_bytes is not None:
+            write_bytes(data)
+        else:
+            out.write(data.decode("utf-8"))
     else:
         for rec in records:
             out.write(record_text(rec) + "\n")

@@ -20,6 +20,8 @@ from ..errors import ConfigError
 
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
+        self._bin: IO[bytes] | None | bool = False  # (found on the first write_bytes)
+        self._text_pending = True  # text may sit in fh's buffer (stdout): flushed once
         self.path = Path(path) if path else None
         self._raw = None
         if self.path is None:
@@ -47,6 +49,32 @@ class OutputSink:
 
     def write(self, line: str) -> None:
         self.fh.write(line)
+        self._text_pending = True
+
+    def write_bytes(self, data: bytes) -> None:
+        """UTF-8 lines (decode_command.write_records' JSON lines), a list of records at a
+        time: into the file's (or stdout's) binary buffer, which a write of that size goes
+        through in one system call; the text buffer is flushed first, so lines keep their
+        order. A stream that does not write UTF-8 gets them as text."""
+        binary = self._binary
+        if binary is None:
+            self.fh.write(data.decode("utf-8"))
+            return
+        if self._text_pending:
+            self.fh.flush()
+            self._text_pending = False
+        binary.write(data)
+
+    @property
+    def _binary(self) -> IO[bytes] | None:
+        if self._bin is False:
+            import codecs
+
+            enc = getattr(self.fh, "encoding", None)
+            raw = getattr(self.fh, "buffer", None)
+            ok = raw is not None and enc and codecs.lookup(enc).name == "utf-8" and os.linesep == "\n"
+            self._bin = raw if ok else None
+        return self._bin  # type: ignore[return-value]
 
     def durable_size(self) -> int | None:
         """Flush and fsync; the size to store in the checkpoint (None for stdout, a FIFO or

@@ -323,6 +323,18 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
 _POW10_SET: list[bool] = []
 
 
+def speedups_function(name: str) -> Callable[..., Any] | None:
+    """A function of the C extension by name, or None without it (BINLAKE_PURE_PYTHON=1)."""
+    return getattr(_speedups, name, None) if _speedups is not None else None
+
+
+def prepare_float_text() -> None:
+    """Hand the C writers their float tables once (see _set_pow10); a no-op without the
+    extension."""
+    if _speedups is not None and not _POW10_SET:
+        _set_pow10()
+
+
 def _set_pow10() -> None:
     """Hand the C writer its 126-bit powers of ten (put_repr in _speedups.c): for k in
     [-292, 324], g = floor(10^k * 2^(125 - floor(log2 10^k))) + 1, as (g >> 63, g & (2^63 - 1)),
