@@ -130,6 +130,13 @@ def jsonl_plan(tm: Any) -> tuple[tuple[bytes, ...], bytes, bytes, tuple[Callable
     return plan
 
 
+def images_for(output: str) -> str | bool:
+    """The `json_images` of a decoder whose records are printed as `output`: "lines" (each
+    image decoded straight to its JSON text, which records_jsonl copies) for jsonl with the
+    C writer, else False (value tuples: the Python twin formats those)."""
+    return "lines" if output == "jsonl" and records_jsonl is not records_jsonl_python else False
+
+
 def _value_json(fmt: Callable[[Any], Any]) -> Callable[[Any], str]:
     return lambda v: dumps(fmt(v))
 

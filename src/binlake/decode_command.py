@@ -90,6 +90,10 @@ class _FileDecoder:
             keys=spec.keys, allow_unknown=spec.allow_unknown,
             verify_checksums=spec.verify_checksums, table_filter=self.tables,
             table_resolver=self.resolver)
+        if spec.what == "changes":
+            from .cdcjson import images_for
+
+            self.options["json_images"] = images_for(spec.output)
 
     def tracker(self, locate: Callable[..., Any] | None = None) -> Any:
         from .changes import ChangeTracker

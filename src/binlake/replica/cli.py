@@ -58,6 +58,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
     """
     import signal
 
+    from ..cdcjson import images_for
     from ..changes import table_filter
     from .checkpoint import CheckpointStore
     from .sink import OutputSink
@@ -129,7 +130,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
                              semi_sync=semi_sync, heartbeat=heartbeat, tables=table_filter(tables),
                              on_commit=save, on_stream_start=started, on_idle=idle,
-                             table_resolver=tracker)
+                             table_resolver=tracker, json_images=images_for(output))
         bs = BinlogStream(server, opts)
 
         def stop(signum: int, frame: Any) -> None:

@@ -327,8 +327,16 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
                         PyObject *file) {
     PyObject *known = PyDict_GetItemWithError(decoders, s->records);  /* borrowed */
     if (known == NULL) return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4 || !PyList_Check(rows)
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4
+        || !(PyList_Check(rows) || Py_IS_TYPE(rows, &ImageRowsType))
         || g_rec_type == NULL || g_rec_nslots != 16) return 0;
+    if (Py_IS_TYPE(rows, &ImageRowsType)) {  /* JSON images: bytes (pairs) per row */
+        PyObject *list = PySequence_List(rows);
+        if (list == NULL) return -1;
+        int rc = scan_records(s, decoders, table, list, kind, e, size, offset, file);
+        Py_DECREF(list);
+        return rc;
+    }
     PyObject *keep = PyTuple_GET_ITEM(known, 0);
     Py_ssize_t n = PyList_GET_SIZE(rows);
     if (keep != Py_True) {  /* the records' filter leaves the table out: only counted */
@@ -515,7 +523,7 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         }
         rows = PyList_New(0);
         if (rows == NULL) goto error;
-    } else if (json) {
+    } else if (json && PyTuple_GET_ITEM(pair, 2) != Py_None) {  /* (None: values, see below) */
         PyObject *jb = PyTuple_GET_ITEM(pair, 2), *ja = PyTuple_GET_ITEM(pair, 3);
         if (!Py_IS_TYPE(jb, &RowDecoderType) || !((RowDecoder *)jb)->json) goto done;
         PyObject *args = kind == 1 ? Py_BuildValue("(OnnO)", bufobj, p, end, ja)
@@ -542,7 +550,7 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         if (made < 0) goto error;
         if (made) { rc = 3; goto done; }
     }
-    if (s->batch != NULL && !filtered && !json) {
+    if (s->batch != NULL && !filtered) {
         int made = scan_records(s, decoders, table, rows, kind, e, size, offset, file);
         if (made < 0) goto error;
         if (made) { rc = 3; goto done; }
@@ -742,7 +750,7 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
     Py_ssize_t pos0 = self->pos;
     int seq0 = self->seq;
     Py_ssize_t batch_bytes = 0;
-    if (self->merge && (self->group || !self->packets) && !self->json && self->records != NULL
+    if (self->merge && (self->group || !self->packets) && self->records != NULL
         && self->records != Py_None) {
         if ((self->batch = PyList_New(0)) == NULL) { PyBuffer_Release(&view); return NULL; }
     }

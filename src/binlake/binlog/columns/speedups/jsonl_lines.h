@@ -3,7 +3,8 @@
  * Why: each record was turned into a dict of formatted values (changes.to_json_dict) and
  * then json.dumps'ed, per record in Python: 8-15x the time of decoding the record. Here a
  * list of records becomes the UTF-8 bytes of their lines in one call, from the records'
- * value tuples, with a per-table plan (cdcjson.jsonl_plan: each column's JSON key and how
+ * value tuples (or the CDC JSON text of their images, made by a decoder with
+ * json_images="lines", copied as it is), with a per-table plan (cdcjson.jsonl_plan: each column's JSON key and how
  * its values are written) made once per TABLE_MAP.
  *
  * The value rules are those of changes.formatter_for and json.dumps (ensure_ascii=False,
@@ -190,6 +191,7 @@ typedef struct {
     PyObject *keys, *fmts;
     const unsigned char *kinds, *args;
     Py_ssize_t n;
+    int text_ok;  /* no JK_GENERIC column: an image's CDC JSON bytes are its JSON here too */
 } JlPlan;
 
 static int jl_plan(PyObject *plan, JlPlan *p) {
@@ -208,12 +210,17 @@ static int jl_plan(PyObject *plan, JlPlan *p) {
     p->kinds = (const unsigned char *)PyBytes_AS_STRING(kinds);
     p->args = (const unsigned char *)PyBytes_AS_STRING(args);
     p->n = n;
+    p->text_ok = memchr(p->kinds, JK_GENERIC, n) == NULL;
     return 1;
 }
 
 /* An image (a value tuple in column order) as a JSON object. 1, 0 (not this writer's: a
    tuple of another length), -1. */
 static int jl_image(Buf *o, const JlPlan *p, PyObject *img) {
+    if (PyBytes_CheckExact(img)) {  /* a decoder's CDC JSON text (json_images="lines") */
+        if (!p->text_ok) return 0;
+        return put(o, PyBytes_AS_STRING(img), PyBytes_GET_SIZE(img)) < 0 ? -1 : 1;
+    }
     if (!PyTuple_CheckExact(img) || PyTuple_GET_SIZE(img) != p->n) return 0;
     if (putch(o, '{') < 0) return -1;
     int first = 1;
@@ -263,8 +270,9 @@ static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
     }
     if (f[JR_STMT] != Py_None || f[JR_DDL] != Py_None || f[JR_TM] == Py_None) return 0;
     PyObject *before = f[JR_BEFORE], *after = f[JR_AFTER];
-    if ((before != Py_None && !PyTuple_CheckExact(before))
-        || (after != Py_None && !PyTuple_CheckExact(after))) return 0;
+    if ((before != Py_None && !PyTuple_CheckExact(before) && !PyBytes_CheckExact(before))
+        || (after != Py_None && !PyTuple_CheckExact(after) && !PyBytes_CheckExact(after)))
+        return 0;
     if (f[JR_TM] != *tm_last) {
         PyObject *pl = PyObject_CallOneArg(plan_for, f[JR_TM]);
         if (pl == NULL) return -1;
