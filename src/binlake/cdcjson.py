@@ -1,4 +1,5 @@
-"""The CDC JSON text of one value, per column type: what `before`/`after` images carry.
+"""The CDC JSON text of one value, per column type: what `before`/`after` images carry; and
+the lines `decode` and `stream` print (--output jsonl and text), in C with a Python twin.
 
 Shared by the Arrow builder (spark/arrow.py), the snapshot reader and the C image encoder
 (binlog/columns/_speedups.c writes the common types itself and calls these for the rest),
@@ -86,6 +87,25 @@ def records_jsonl_python(records: Any) -> bytes:
     return "".join([record_line(r) + "\n" for r in records]).encode("utf-8")
 
 
+def record_text(rec: Any) -> str:
+    """One record's lines of --output text, without the last newline: the reference, and
+    the pure-Python twin of the C writer (records_text)."""
+    d = rec.to_json_dict()
+    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
+             + (f" gtid {rec.gtid}" if rec.gtid else "")]
+    for part in ("before", "after"):
+        if part in d:
+            lines.append(f"###   {part}:")
+            for k, v in d[part].items():
+                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def records_text_python(records: Any) -> bytes:
+    """records_text in Python only."""
+    return "".join([record_text(r) + "\n" for r in records]).encode("utf-8")
+
+
 # kinds of jsonl_plan (speedups/jsonl_lines.h)
 _JK_GENERIC, _JK_ANY, _JK_FLOAT, _JK_DECIMAL, _JK_DATE, _JK_DATETIME, _JK_TIMESTAMP, _JK_TIME = range(8)
 
@@ -110,23 +130,41 @@ def _plan_kind(c: Any) -> int:
     return _JK_ANY
 
 
-def jsonl_plan(tm: Any) -> tuple[tuple[bytes, ...], bytes, bytes, tuple[Callable[[Any], str], ...]] | None:
+Plan = tuple[tuple[bytes, ...], bytes, bytes, tuple[Callable[[Any], str], ...]]
+
+
+def jsonl_plan(tm: Any) -> Plan | None:
     """What the C writer needs of a table's images, made once per TABLE_MAP: per column its
     JSON key ('"name":'), its kind, its fsp and its Python formatter (value -> JSON text) for
     values of other types. None (every record of the table written by record_line): column
     names that repeat, which a dict would merge."""
-    cached = tm.row_decoders.get("jsonl-plan", False)
+    return _plan(tm, "jsonl-plan", lambda n: (json_string(n) + ":").encode("utf-8"), dumps)
+
+
+def text_plan(tm: Any) -> Plan | None:
+    """jsonl_plan for --output text: each key starts a value's line, and JSON documents
+    have json.dumps' default separators."""
+    return _plan(tm, "text-plan", lambda n: f"###     {n}=".encode("utf-8"), _dumps_spaced)
+
+
+def _dumps_spaced(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _plan(tm: Any, key: str, column_key: Callable[[str], bytes],
+          encode: Callable[[Any], str]) -> Plan | None:
+    cached = tm.row_decoders.get(key, False)
     if cached is not False:
         return cached
     names = list(tm.column_names)
     plan = None
     if len(set(names)) == len(names) and len(names) == len(tm.columns):
-        keys = tuple((json_string(n) + ":").encode("utf-8") for n in names)
+        keys = tuple(column_key(n) for n in names)
         kinds = bytes(_plan_kind(c) for c in tm.columns)
         fsps = bytes(min(max(int(c.fsp or 0), 0), 255) for c in tm.columns)
-        fmts = tuple(_value_json(formatter_for(c)) for c in tm.columns)
+        fmts = tuple(_value_text(formatter_for(c), encode) for c in tm.columns)
         plan = (keys, kinds, fsps, fmts)
-    tm.row_decoders["jsonl-plan"] = plan
+    tm.row_decoders[key] = plan
     return plan
 
 
@@ -137,23 +175,27 @@ def images_for(output: str) -> str | bool:
     return "lines" if output == "jsonl" and records_jsonl is not records_jsonl_python else False
 
 
-def _value_json(fmt: Callable[[Any], Any]) -> Callable[[Any], str]:
-    return lambda v: dumps(fmt(v))
+def _value_text(fmt: Callable[[Any], Any], encode: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda v: encode(fmt(v))
 
 
-def _load_jsonl_writer() -> Callable[[Any], bytes]:
+def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
     from .binlog.columns.rowcodec import prepare_float_text, speedups_function
 
-    writer = speedups_function("jsonl_records")
-    if writer is None:
-        return records_jsonl_python
+    jsonl, text = speedups_function("jsonl_records"), speedups_function("text_records")
+    if jsonl is None or text is None:
+        return records_jsonl_python, records_text_python
     prepare_float_text()
 
     def records_jsonl(records: Any) -> bytes:
-        return writer(records, jsonl_plan, record_line)
-    return records_jsonl
+        return jsonl(records, jsonl_plan, record_line)
+
+    def records_text(records: Any) -> bytes:
+        return text(records, text_plan, record_text)
+    return records_jsonl, records_text
 
 
-records_jsonl: Callable[[Any], bytes] = _load_jsonl_writer()
+records_jsonl, records_text = _load_writers()
 """Change records -> the UTF-8 bytes of their JSON lines (each ending in a newline), as
-record_line writes them: in C with the extension (speedups/jsonl_lines.h)."""
+record_line writes them, and of their --output text lines, as record_text: in C with the
+extension (speedups/jsonl_lines.h)."""

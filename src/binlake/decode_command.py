@@ -126,7 +126,7 @@ class _FileDecoder:
         if gfilter is not None:
             gfilter.current = None
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
-        if spec.output == "jsonl" and spec.what == "changes":
+        if spec.output != "null" and spec.what == "changes":
             out = LinesOut(out)  # (flushed below: lines written stay written on an error)
         reached = None
         # Asked once, not per event: most events meet none of these.
@@ -386,8 +386,8 @@ def write_jsonl(out: Any, obj: dict[str, Any]) -> None:
 
 
 class LinesOut:
-    """Where `decode` writes JSON lines: a text stream's binary buffer when the stream
-    writes UTF-8 with plain newlines (as the bytes of cdcjson.records_jsonl, gathered into
+    """Where `decode` writes record lines: a text stream's binary buffer when the stream
+    writes UTF-8 with plain newlines (as the bytes of cdcjson's writers, gathered into
     writes of about 1 MiB), else the text stream itself. Nothing else may write to the
     stream while it is in use; flush() before it is used again."""
 
@@ -432,25 +432,24 @@ class LinesOut:
 
 def write_records(out: Any, records: Iterable[Any], output: str) -> None:
     """Change records as lines of `output` ("jsonl" or "text"): the one writer of
-    `decode` (events or lists of records) and `stream`. JSON lines go as bytes to an `out`
-    with write_bytes (LinesOut, replica.sink.OutputSink), else as text."""
-    if output == "jsonl":
-        from .cdcjson import record_line, records_jsonl
+    `decode` (events or lists of records) and `stream`, written by cdcjson's writers. The
+    lines go as bytes to an `out` with write_bytes (LinesOut, replica.sink.OutputSink), else
+    as text."""
+    from . import cdcjson
 
-        try:
-            data = records_jsonl(records)
-        except UnicodeEncodeError:  # a lone surrogate: as the text stream writes it
-            for rec in records:
-                out.write(record_line(rec) + "\n")
-            return
-        write_bytes = getattr(out, "write_bytes", None)
-        if write_bytes is not None:
-            write_bytes(data)
-        else:
-            out.write(data.decode("utf-8"))
-    else:
+    jsonl = output == "jsonl"
+    try:
+        data = cdcjson.records_jsonl(records) if jsonl else cdcjson.records_text(records)
+    except UnicodeEncodeError:  # a lone surrogate: as the text stream writes it
+        line = cdcjson.record_line if jsonl else cdcjson.record_text
         for rec in records:
-            out.write(record_text(rec) + "\n")
+            out.write(line(rec) + "\n")
+        return
+    write_bytes = getattr(out, "write_bytes", None)
+    if write_bytes is not None:
+        write_bytes(data)
+    else:
+        out.write(data.decode("utf-8"))
 
 
 def print_event(out: Any, ev: Any, output: str) -> None:
@@ -468,18 +467,6 @@ def print_event(out: Any, ev: Any, output: str) -> None:
                           for k, v in ev.summary().items())
         out.write(f"# at {ev.offset} end {ev.end} {ev.type_name} server_id={ev.header.server_id} "
                   f"ts={ev.timestamp} {detail}\n")
-
-
-def record_text(rec: Any) -> str:
-    d = rec.to_json_dict()
-    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
-             + (f" gtid {rec.gtid}" if rec.gtid else "")]
-    for part in ("before", "after"):
-        if part in d:
-            lines.append(f"###   {part}:")
-            for k, v in d[part].items():
-                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
-    return "\n".join(lines)
 
 
 def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> tuple[list[Any], int]:

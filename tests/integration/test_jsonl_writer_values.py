@@ -1,4 +1,4 @@
-"""The C JSON lines writer against its Python twin on binlogs a real MariaDB writes: the
+"""The C JSON lines (and text) writer against its Python twin on binlogs a real MariaDB writes: the
 benchmark's workload, and a table of the value rules' edge cases (unsigned 64-bit, DECIMAL
 scale, zero dates, fsp, TIME past 99 hours, BINARY padding, FLOAT, JSON text, minimal
 images); `binlake decode` and `binlake stream` (a --out file) print the same bytes."""
@@ -53,6 +53,18 @@ def binlogs(mariadb) -> list[str]:
     names = sorted(p.name for p in Path(mariadb.binlog_dir).glob("mariadb-bin.[0-9]*"))
     keep = [n for n in names if n >= result.first_file]
     return [str(Path(mariadb.binlog_dir) / n) for n in keep]
+
+
+def test_c_text_is_the_python_twins(binlogs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    got = CliRunner().invoke(main, ["decode", "--output", "text", *binlogs])
+    with monkeypatch.context() as m:
+        m.setattr(cdcjson, "records_text", cdcjson.records_text_python)
+        want = CliRunner().invoke(main, ["decode", "--output", "text", *binlogs])
+    assert got.exit_code == 0, got.output[-2000:]
+    assert got.output == want.output
+    assert got.output.count("### ") > 3000
+    assert '###     u=18446744073709551615\n' in got.output
+    assert '###     j="{\\"a\\": [1, 2.50, \\"x\\"]}"\n' in got.output
 
 
 def test_c_lines_are_the_python_twins(binlogs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,7 +52,7 @@ class OutputSink:
         self._text_pending = True
 
     def write_bytes(self, data: bytes) -> None:
-        """UTF-8 lines (decode_command.write_records' JSON lines), a list of records at a
+        """UTF-8 lines (decode_command.write_records' record lines), a list of records at a
         time: into the file's (or stdout's) binary buffer, which a write of that size goes
         through in one system call; the text buffer is flushed first, so lines keep their
         order. A stream that does not write UTF-8 gets them as text."""

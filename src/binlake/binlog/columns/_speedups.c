@@ -105,6 +105,9 @@ static PyMethodDef module_methods[] = {
      "jsonl_records(records, plan_for, line_of) -> bytes: the records' JSON lines (UTF-8), "
      "with plan_for(table_map) -> cdcjson.jsonl_plan and line_of(record) -> the line of a "
      "record this writer leaves to Python."},
+    {"text_records", text_records, METH_VARARGS,
+     "text_records(records, plan_for, line_of) -> bytes: their lines of --output text, as "
+     "jsonl_records (plan_for -> cdcjson.text_plan)."},
     {"make_records", make_records, METH_VARARGS,
      "make_records(template, rows, mode) -> list of records (0 insert, 1 delete, 2 update)."},
     {NULL, NULL, 0, NULL}

@@ -214,25 +214,26 @@ static int jl_plan(PyObject *plan, JlPlan *p) {
     return 1;
 }
 
-/* An image (a value tuple in column order) as a JSON object. 1, 0 (not this writer's: a
-   tuple of another length), -1. */
-static int jl_image(Buf *o, const JlPlan *p, PyObject *img) {
+/* An image (a value tuple in column order) as a JSON object, or with `text` as the lines
+   of --output text (the plan's keys then start each line). 1, 0 (not this writer's: a
+   tuple of another length, or JSON text for text lines), -1. */
+static int jl_image(Buf *o, const JlPlan *p, PyObject *img, int text) {
     if (PyBytes_CheckExact(img)) {  /* a decoder's CDC JSON text (json_images="lines") */
-        if (!p->text_ok) return 0;
+        if (!p->text_ok || text) return 0;
         return put(o, PyBytes_AS_STRING(img), PyBytes_GET_SIZE(img)) < 0 ? -1 : 1;
     }
     if (!PyTuple_CheckExact(img) || PyTuple_GET_SIZE(img) != p->n) return 0;
-    if (putch(o, '{') < 0) return -1;
+    if (!text && putch(o, '{') < 0) return -1;
     int first = 1;
     for (Py_ssize_t i = 0; i < p->n; i++) {
         PyObject *v = PyTuple_GET_ITEM(img, i);
         if (v == g_absent) continue;
-        if (!first && putch(o, ',') < 0) return -1;
+        if (!first && !text && putch(o, ',') < 0) return -1;
         first = 0;
         PyObject *key = PyTuple_GET_ITEM(p->keys, i);
         if (put(o, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) < 0) return -1;
         if (v == Py_None) {
-            if (put(o, "null", 4) < 0) return -1;
+            if (put(o, "null", 4) < 0 || (text && putch(o, '\n') < 0)) return -1;
             continue;
         }
         Py_ssize_t at = o->len;
@@ -242,8 +243,9 @@ static int jl_image(Buf *o, const JlPlan *p, PyObject *img) {
             o->len = at;
             if (jl_generic(o, PyTuple_GET_ITEM(p->fmts, i), v) < 0) return -1;
         }
+        if (text && putch(o, '\n') < 0) return -1;
     }
-    return putch(o, '}') < 0 ? -1 : 1;
+    return text || putch(o, '}') >= 0 ? 1 : -1;
 }
 
 static inline int jl_lit(Buf *o, const char *s) { return put(o, s, (Py_ssize_t)strlen(s)); }
@@ -258,12 +260,11 @@ static int jl_int_field(Buf *o, PyObject *v) {
     return PyLong_CheckExact(v) ? jl_int(o, v) : 0;
 }
 
-/* One record's line (with its newline). 1, 0 (the twin writes it: `o` as it was), -1. The
-   plan cache (*tm_last, *plan_last) is the caller's, over one list. */
-static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_last,
+/* A record's slots into f, and its table's plan. 1, 0 (the twin writes it), -1. The plan
+   cache (*tm_last, *plan_last) is the caller's, over one list. */
+static int jl_fields(PyObject *rec, PyObject **f, PyObject *plan_for, PyObject **tm_last,
                      PyObject **plan_last, JlPlan *plan) {
     if (Py_TYPE(rec) != g_rec_type || g_rec_nslots != JR_N) return 0;
-    PyObject *f[JR_N];
     for (int i = 0; i < JR_N; i++) {
         f[i] = *(PyObject **)((char *)rec + g_rec_off[i]);
         if (f[i] == NULL) return 0;
@@ -281,9 +282,17 @@ static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
         Py_XSETREF(*plan_last, pl);
         if (!jl_plan(pl, plan)) plan->keys = NULL;
     }
-    if (plan->keys == NULL) return 0;
+    return plan->keys != NULL;
+}
+
+/* One record's JSON line (with its newline). 1, 0 (the twin writes it: `o` as it was), -1. */
+static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_last,
+                     PyObject **plan_last, JlPlan *plan) {
+    PyObject *f[JR_N];
+    int rc = jl_fields(rec, f, plan_for, tm_last, plan_last, plan);
+    if (rc <= 0) return rc;
+    PyObject *before = f[JR_BEFORE], *after = f[JR_AFTER];
     Py_ssize_t start = o->len;
-    int rc;
 #define STEP(x) do { rc = (x); if (rc <= 0) goto out; } while (0)
 #define LIT(s) STEP(jl_lit(o, s) < 0 ? -1 : 1)
     LIT("{\"op\":");
@@ -292,8 +301,8 @@ static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
     STEP(jl_str(o, f[JR_SCHEMA]));
     LIT(",\"table\":");
     STEP(jl_str(o, f[JR_TABLE]));
-    if (before != Py_None) { LIT(",\"before\":"); STEP(jl_image(o, plan, before)); }
-    if (after != Py_None) { LIT(",\"after\":"); STEP(jl_image(o, plan, after)); }
+    if (before != Py_None) { LIT(",\"before\":"); STEP(jl_image(o, plan, before, 0)); }
+    if (after != Py_None) { LIT(",\"after\":"); STEP(jl_image(o, plan, after, 0)); }
     PyObject *pk = f[JR_PK];
     if (pk != Py_None) {
         if (!PyTuple_CheckExact(pk)) { rc = 0; goto out; }
@@ -328,8 +337,73 @@ out:
     return rc;
 }
 
+/* A str's UTF-8 as it is (an f-string's {x}). 1, 0 (not a str, lone surrogates), -1. */
+static int jl_raw(Buf *o, PyObject *s) {
+    if (!PyUnicode_CheckExact(s)) return 0;
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (u == NULL) { PyErr_Clear(); return 0; }
+    return put(o, u, n) < 0 ? -1 : 1;
+}
+
+/* One record's lines of --output text (cdcjson.record_text), each with its newline: the
+   plan's keys are '###     name=' and its formatters json.dumps' default separators. */
+static int tl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_last,
+                     PyObject **plan_last, JlPlan *plan) {
+    PyObject *f[JR_N];
+    int rc = jl_fields(rec, f, plan_for, tm_last, plan_last, plan);
+    if (rc <= 0) return rc;
+    static const char *const OPS[3][2] = {{"insert", "INSERT"}, {"update", "UPDATE"},
+                                          {"delete", "DELETE"}};
+    const char *op = NULL;
+    if (!PyUnicode_CheckExact(f[JR_OP])) return 0;
+    for (int i = 0; i < 3; i++)
+        if (PyUnicode_CompareWithASCIIString(f[JR_OP], OPS[i][0]) == 0) op = OPS[i][1];
+    if (op == NULL) return 0;
+    PyObject *gtid = f[JR_GTID];
+    if (gtid != Py_None && !PyUnicode_CheckExact(gtid)) return 0;
+    Py_ssize_t start = o->len;
+#define STEP(x) do { rc = (x); if (rc <= 0) goto out; } while (0)
+#define LIT(s) STEP(jl_lit(o, s) < 0 ? -1 : 1)
+    LIT("### ");
+    LIT(op);
+    LIT(" ");
+    STEP(jl_raw(o, f[JR_SCHEMA]));
+    LIT(".");
+    STEP(jl_raw(o, f[JR_TABLE]));
+    LIT("  at ");
+    if (f[JR_FILE] == Py_None) LIT("None");
+    else STEP(jl_raw(o, f[JR_FILE]));
+    LIT(":");
+    STEP(jl_int_field(o, f[JR_POS]));
+    LIT(" row ");
+    STEP(jl_int_field(o, f[JR_ROW]));
+    if (gtid != Py_None && PyUnicode_GET_LENGTH(gtid)) { LIT(" gtid "); STEP(jl_raw(o, gtid)); }
+    LIT("\n");
+    if (f[JR_BEFORE] != Py_None) { LIT("###   before:\n"); STEP(jl_image(o, plan, f[JR_BEFORE], 1)); }
+    if (f[JR_AFTER] != Py_None) { LIT("###   after:\n"); STEP(jl_image(o, plan, f[JR_AFTER], 1)); }
+#undef LIT
+#undef STEP
+out:
+    if (rc <= 0) o->len = start;
+    return rc;
+}
+
+typedef int (*jl_writer)(Buf *, PyObject *, PyObject *, PyObject **, PyObject **, JlPlan *);
+
+static PyObject *jl_records(PyObject *args, jl_writer write);
+
 /* jsonl_records(records, plan_for, line_of) -> bytes: the records' JSON lines, UTF-8. */
 static PyObject *jsonl_records(PyObject *mod, PyObject *args) {
+    return jl_records(args, jl_record);
+}
+
+/* text_records(records, plan_for, line_of) -> bytes: their lines of --output text. */
+static PyObject *text_records(PyObject *mod, PyObject *args) {
+    return jl_records(args, tl_record);
+}
+
+static PyObject *jl_records(PyObject *args, jl_writer write) {
     PyObject *records, *plan_for, *line_of;
     if (!PyArg_ParseTuple(args, "OOO", &records, &plan_for, &line_of)) return NULL;
     if (jl_fmt_f == NULL && (jl_fmt_f = PyUnicode_InternFromString("f")) == NULL) return NULL;
@@ -343,7 +417,7 @@ static PyObject *jsonl_records(PyObject *mod, PyObject *args) {
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *rec = PyTuple_GET_ITEM(seq, i);
-        int rc = jl_record(o, rec, plan_for, &tm_last, &plan_last, &plan);
+        int rc = write(o, rec, plan_for, &tm_last, &plan_last, &plan);
         if (rc < 0) goto done;
         if (rc == 0) {  /* the twin's line */
             PyObject *line = PyObject_CallOneArg(line_of, rec);
