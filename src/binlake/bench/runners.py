@@ -428,6 +428,22 @@ class MariadbBinlogVV(Runner):
         return None, None, {}
 
 
+class MariadbBinlogVVFile(MariadbBinlogVV):
+    """mariadb-binlog -vv as above, its text written into a file in the workdir (removed
+    after each run, untimed): the like-for-like peer of binlake-decode-jsonl. Opt-in."""
+
+    name = "mariadb-binlog-vv-file"
+
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        return _lines_out(ctx, self.label)
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        path = _lines_out(ctx, self.label)
+        size = path.stat().st_size
+        path.unlink()
+        return None, None, {"output_bytes": size}
+
+
 class RawTransfer(Runner):
     """mariadb-binlog --read-from-remote-server --raw ... FIRST --to-last-log: transfer only."""
 
@@ -525,7 +541,8 @@ def _mariadb_binlog() -> str:
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
     r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeJobs, BinlakeStream,
-                        BinlakeStreamJsonl, PmrStream, MariadbBinlogVV, RawTransfer,
+                        BinlakeStreamJsonl, PmrStream, MariadbBinlogVV, MariadbBinlogVVFile,
+                        RawTransfer,
                         TransferFloor, BinlakeArrow, BinlakeArrowJobs)
 }
 DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jsonl", "binlake-decode-jobs",
