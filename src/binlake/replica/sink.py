@@ -44,6 +44,8 @@ class OutputSink:
         if resume_bytes is not None:
             raw.truncate(resume_bytes)  # drop what was written after the last checkpoint
         raw.seek(0, io.SEEK_END)
+        # Lines go out in writes of up to 1 MiB (flushed at each checkpoint and at close).
+        raw = io.BufferedWriter(raw.detach(), buffer_size=1 << 20)  # type: ignore[assignment]
         self._raw = raw
         self.fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
 
