@@ -55,9 +55,9 @@ class OutputSink:
 
     def write_bytes(self, data: bytes) -> None:
         """UTF-8 lines (decode_command.write_records' record lines), a list of records at a
-        time: into the file's (or stdout's) binary buffer, which a write of that size goes
-        through in one system call; the text buffer is flushed first, so lines keep their
-        order. A stream that does not write UTF-8 gets them as text."""
+        time: into the binary buffer under fh (a file's holds 1 MiB; stdout's passes a
+        list's bytes on in one write); text written before is flushed first, so lines keep
+        their order. A stream that does not write UTF-8 gets them as text."""
         binary = self._binary
         if binary is None:
             self.fh.write(data.decode("utf-8"))

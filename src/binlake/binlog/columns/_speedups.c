@@ -20,9 +20,10 @@
  * event's JSON images packed; the buffer pools), image_column (a CDC batch's Arrow columns:
  * its images copied in as events come, its per-event fields expanded over their rows),
  * cdc_segments (a CDC batch's per-event fields, a rows event or a record taken in one call),
- * objects (records and SlotMaker), jsonl_lines (lists of records as JSON lines) and event_rows (the common
- * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
- * the decoder's thread or ahead of it); this file holds the module itself.
+ * objects (records and SlotMaker), jsonl_lines (lists of records as the lines of --output
+ * jsonl and text) and event_rows (the common rows event framed, checked and decoded whole,
+ * with crc32 and crc_ahead: the checksums, in the decoder's thread or ahead of it); this
+ * file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
