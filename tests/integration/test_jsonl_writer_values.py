@@ -97,3 +97,45 @@ def test_stream_out_file_has_the_decode_lines(mariadb, binlogs: list[str], tmp_p
     want = CliRunner().invoke(main, ["decode", *binlogs]).output
     # (the stream reads past the range, and a stream's records name its files as it does)
     assert out.read_text(encoding="utf-8").startswith(want)
+
+
+def test_tables_filter_lines_are_the_twins(binlogs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ["decode", "--tables", "binlake_bench.narrow,binlake_test.jl_edge", *binlogs]
+    got = CliRunner().invoke(main, args)
+    with monkeypatch.context() as m:
+        m.setattr(cdcjson, "records_jsonl", cdcjson.records_jsonl_python)
+        want = CliRunner().invoke(main, args)
+    assert got.exit_code == 0 and got.output == want.output
+    assert '"table":"wide"' not in got.output and got.output.count('"table":"narrow"') > 100
+
+
+def test_values_of_unusual_types_go_to_the_formatters(binlogs: list[str]) -> None:
+    """Records whose values are not their column's usual type (NaN, an int past 64 bits, a
+    str subclass, bytes in a text column, a dict image, a statement record): the C writer
+    hands them to the Python formatters or the twin, and writes the twin's bytes."""
+    from binlake.changes import ChangeRecord, iter_changes
+    from binlake.files import read_events
+
+    recs = [r for f in binlogs for r in iter_changes(read_events(f))
+            if r.table == "jl_edge" and r.op == "insert"]
+    assert len(recs) == 3
+    names = list(recs[0].table_map.column_names)
+    row = list(recs[0].after_values)
+
+    class Text(str):
+        pass
+
+    odd = {"g": float("nan"), "u": 2 ** 70, "s": Text("sub"), "l": b"\x00\xff", "f": float("inf"),
+           "d": 1.5, "t": None}
+    for name, value in odd.items():
+        row[names.index(name)] = value
+    made = [ChangeRecord("insert", r.schema, r.table, None, tuple(row), r.primary_key, r.file,
+                         r.pos, r.end_pos, 9, 2, None, r.timestamp, r.table_map) for r in recs]
+    dict_image = ChangeRecord("delete", "s", "t", {"id": 1, "s": "x"}, None, None, None, 4, 5,
+                              0, None, "0-1-2", 7, recs[0].table_map)
+    statement = ChangeRecord("truncate", "s", "t", None, None, None, "f", 4, 5, 0, None, None, 7,
+                             None, "TRUNCATE t")
+    for batch in (made, [dict_image, statement, *recs]):
+        assert cdcjson.records_jsonl(batch) == cdcjson.records_jsonl_python(batch)
+        assert cdcjson.records_text(batch) == cdcjson.records_text_python(batch)
+    assert b'"g":NaN' in cdcjson.records_jsonl(made) and b'"inner":2' in cdcjson.records_jsonl(made)
