@@ -27,7 +27,7 @@ enum { JK_GENERIC = 0, JK_ANY = 1, JK_FLOAT = 2, JK_DECIMAL = 3, JK_DATE = 4, JK
 enum { JR_OP, JR_SCHEMA, JR_TABLE, JR_BEFORE, JR_AFTER, JR_PK, JR_FILE, JR_POS, JR_END, JR_ROW,
        JR_INNER, JR_GTID, JR_TS, JR_TM, JR_STMT, JR_DDL, JR_N };
 
-static Buf jl_buf;
+static Py_ssize_t jl_hint = 1 << 16;  /* the size of the last list's lines: the next buffer's */
 static PyObject *jl_fmt_f;  /* "f": format(Decimal, "f") */
 
 /* A str as a JSON string (encode_basestring's escapes). 1: written, 0: not a str this
@@ -293,6 +293,7 @@ static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
     if (rc <= 0) return rc;
     PyObject *before = f[JR_BEFORE], *after = f[JR_AFTER];
     Py_ssize_t start = o->len;
+    for (int i = 0; i < JR_N; i++) Py_INCREF(f[i]);  /* held while formatters run */
 #define STEP(x) do { rc = (x); if (rc <= 0) goto out; } while (0)
 #define LIT(s) STEP(jl_lit(o, s) < 0 ? -1 : 1)
     LIT("{\"op\":");
@@ -333,6 +334,7 @@ static int jl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
 #undef LIT
 #undef STEP
 out:
+    for (int i = 0; i < JR_N; i++) Py_DECREF(f[i]);
     if (rc <= 0) o->len = start;
     return rc;
 }
@@ -363,6 +365,7 @@ static int tl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
     PyObject *gtid = f[JR_GTID];
     if (gtid != Py_None && !PyUnicode_CheckExact(gtid)) return 0;
     Py_ssize_t start = o->len;
+    for (int i = 0; i < JR_N; i++) Py_INCREF(f[i]);  /* held while formatters run */
 #define STEP(x) do { rc = (x); if (rc <= 0) goto out; } while (0)
 #define LIT(s) STEP(jl_lit(o, s) < 0 ? -1 : 1)
     LIT("### ");
@@ -385,6 +388,7 @@ static int tl_record(Buf *o, PyObject *rec, PyObject *plan_for, PyObject **tm_la
 #undef LIT
 #undef STEP
 out:
+    for (int i = 0; i < JR_N; i++) Py_DECREF(f[i]);
     if (rc <= 0) o->len = start;
     return rc;
 }
@@ -410,9 +414,11 @@ static PyObject *jl_records(PyObject *args, jl_writer write) {
     /* a tuple of our own: formatters are Python code and must not change the list under us */
     PyObject *seq = PySequence_Tuple(records);
     if (seq == NULL) return NULL;
-    Buf *o = &jl_buf;
-    o->len = 0;
+    /* A buffer of this call's own: the formatters are Python code, during which another
+       thread may write another list. */
+    Buf buf = {NULL, 0, 0}, *o = &buf;
     PyObject *tm_last = NULL, *plan_last = NULL, *res = NULL;
+    if (buf_reserve(o, jl_hint) < 0) { Py_DECREF(seq); return NULL; }
     JlPlan plan = {0};
     Py_ssize_t n = PyTuple_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -432,16 +438,12 @@ static PyObject *jl_records(PyObject *args, jl_writer write) {
         }
     }
     res = PyBytes_FromStringAndSize(o->p, o->len);
+    jl_hint = o->len < 256 ? 256 : o->len > (8 << 20) ? (8 << 20) : o->len;
 done:
     Py_XDECREF(tm_last);
     Py_XDECREF(plan_last);
     Py_DECREF(seq);
-    if (o->cap > (16 << 20)) {  /* one huge list must not keep its buffer for good */
-        PyMem_Free(o->p);
-        o->p = NULL;
-        o->cap = 0;
-    }
-    o->len = 0;
+    PyMem_Free(o->p);
     return res;
 }
 
