@@ -179,6 +179,12 @@ def _value_text(fmt: Callable[[Any], Any], encode: Callable[[Any], str]) -> Call
     return lambda v: encode(fmt(v))
 
 
+def jsonl_value_text(c: Any) -> Callable[[Any], str]:
+    """`value -> JSON text` for column c as the JSON lines have it (value_text_function's
+    twin for json_images="lines": NaN as json.dumps writes it, not repr)."""
+    return _value_text(formatter_for(c), dumps)
+
+
 def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
     from .binlog.columns.rowcodec import prepare_float_text, speedups_function
 

@@ -313,17 +313,19 @@ def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
                 c.is_json or c.type == ColumnType.JSON for c in table.columns)
         if not plain:
             return None
-    key = ("json", tuple(present))
+    flavor = "jsonl" if lines else "json"
+    key = (flavor, tuple(present))
     jb = decoders.get(key)
     if jb is None:
-        jb = decoders[key] = compile_json_row_decoder(table.columns, table.column_names, present)
+        jb = decoders[key] = compile_json_row_decoder(table.columns, table.column_names, present,
+                                                      lines)
     if jb is None or kind != "update":
         return None if jb is None else (jb,)
-    key_a = ("json", tuple(present_after))
+    key_a = (flavor, tuple(present_after))
     ja = decoders.get(key_a)
     if ja is None:
         ja = decoders[key_a] = compile_json_row_decoder(table.columns, table.column_names,
-                                                        present_after)
+                                                        present_after, lines)
     return jb, ja
 
 
