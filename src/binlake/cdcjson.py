@@ -1,4 +1,5 @@
-"""The CDC JSON text of one value, per column type: what `before`/`after` images carry.
+"""The CDC JSON text of one value, per column type: what `before`/`after` images carry; and
+the lines `decode` and `stream` print (--output jsonl and text), in C with a Python twin.
 
 Shared by the Arrow builder (spark/arrow.py), the snapshot reader and the C image encoder
 (binlog/columns/_speedups.c writes the common types itself and calls these for the rest),
@@ -71,3 +72,136 @@ def value_text_function(c: Any) -> Callable[[Any], str]:
     expr = value_expr(c, "c", ns)
     exec(compile(f"def text(v):\n    return {expr}\n", "<binlake value text>", "exec"), ns)
     return ns["text"]
+
+
+# -- JSON lines of change records (`decode` and `stream` --output jsonl) ----------------------
+
+def record_line(rec: Any) -> str:
+    """One record's JSON line, without its newline: the reference, and the pure-Python twin
+    of the C writer (records_jsonl)."""
+    return json.dumps(rec.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def records_jsonl_python(records: Any) -> bytes:
+    """records_jsonl in Python only."""
+    return "".join([record_line(r) + "\n" for r in records]).encode("utf-8")
+
+
+def record_text(rec: Any) -> str:
+    """One record's lines of --output text, without the last newline: the reference, and
+    the pure-Python twin of the C writer (records_text)."""
+    d = rec.to_json_dict()
+    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
+             + (f" gtid {rec.gtid}" if rec.gtid else "")]
+    for part in ("before", "after"):
+        if part in d:
+            lines.append(f"###   {part}:")
+            for k, v in d[part].items():
+                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def records_text_python(records: Any) -> bytes:
+    """records_text in Python only."""
+    return "".join([record_text(r) + "\n" for r in records]).encode("utf-8")
+
+
+# kinds of jsonl_plan (speedups/jsonl_lines.h)
+_JK_GENERIC, _JK_ANY, _JK_FLOAT, _JK_DECIMAL, _JK_DATE, _JK_DATETIME, _JK_TIMESTAMP, _JK_TIME = range(8)
+
+
+def _plan_kind(c: Any) -> int:
+    """How the C writer writes column c's common values (formatter_for's rules)."""
+    t = c.type
+    if c.is_json:
+        return _JK_GENERIC
+    if t == T.FLOAT:
+        return _JK_FLOAT
+    if t == T.NEWDECIMAL:
+        return _JK_DECIMAL
+    if t in (T.DATETIME2, T.DATETIME):
+        return _JK_DATETIME
+    if t in (T.TIMESTAMP2, T.TIMESTAMP):
+        return _JK_TIMESTAMP
+    if t in (T.TIME2, T.TIME):
+        return _JK_TIME
+    if t in (T.DATE, T.NEWDATE):
+        return _JK_DATE
+    return _JK_ANY
+
+
+Plan = tuple[tuple[bytes, ...], bytes, bytes, tuple[Callable[[Any], str], ...]]
+
+
+def jsonl_plan(tm: Any) -> Plan | None:
+    """What the C writer needs of a table's images, made once per TABLE_MAP: per column its
+    JSON key ('"name":'), its kind, its fsp and its Python formatter (value -> JSON text) for
+    values of other types. None (every record of the table written by record_line): column
+    names that repeat, which a dict would merge."""
+    return _plan(tm, "jsonl-plan", lambda n: (json_string(n) + ":").encode("utf-8"), dumps)
+
+
+def text_plan(tm: Any) -> Plan | None:
+    """jsonl_plan for --output text: each key starts a value's line, and JSON documents
+    have json.dumps' default separators."""
+    return _plan(tm, "text-plan", lambda n: f"###     {n}=".encode("utf-8"), _dumps_spaced)
+
+
+def _dumps_spaced(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _plan(tm: Any, key: str, column_key: Callable[[str], bytes],
+          encode: Callable[[Any], str]) -> Plan | None:
+    cached = tm.row_decoders.get(key, False)
+    if cached is not False:
+        return cached
+    names = list(tm.column_names)
+    plan = None
+    if len(set(names)) == len(names) and len(names) == len(tm.columns):
+        keys = tuple(column_key(n) for n in names)
+        kinds = bytes(_plan_kind(c) for c in tm.columns)
+        fsps = bytes(min(max(int(c.fsp or 0), 0), 255) for c in tm.columns)
+        fmts = tuple(_value_text(formatter_for(c), encode) for c in tm.columns)
+        plan = (keys, kinds, fsps, fmts)
+    tm.row_decoders[key] = plan
+    return plan
+
+
+def images_for(output: str) -> str | bool:
+    """The `json_images` of a decoder whose records are printed as `output`: "lines" (each
+    image decoded straight to its JSON text, which records_jsonl copies) for jsonl with the
+    C writer, else False (value tuples: the Python twin formats those)."""
+    return "lines" if output == "jsonl" and records_jsonl is not records_jsonl_python else False
+
+
+def _value_text(fmt: Callable[[Any], Any], encode: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda v: encode(fmt(v))
+
+
+def jsonl_value_text(c: Any) -> Callable[[Any], str]:
+    """`value -> JSON text` for column c as the JSON lines have it (value_text_function's
+    twin for json_images="lines": NaN as json.dumps writes it, not repr)."""
+    return _value_text(formatter_for(c), dumps)
+
+
+def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
+    from .binlog.columns.rowcodec import prepare_float_text, speedups_function
+
+    jsonl, text = speedups_function("jsonl_records"), speedups_function("text_records")
+    if jsonl is None or text is None:
+        return records_jsonl_python, records_text_python
+    prepare_float_text()
+
+    def records_jsonl(records: Any) -> bytes:
+        return jsonl(records, jsonl_plan, record_line)
+
+    def records_text(records: Any) -> bytes:
+        return text(records, text_plan, record_text)
+    return records_jsonl, records_text
+
+
+records_jsonl, records_text = _load_writers()
+"""Change records -> the UTF-8 bytes of their JSON lines (each ending in a newline), as
+record_line writes them, and of their --output text lines, as record_text: in C with the
+extension (speedups/jsonl_lines.h)."""

@@ -92,6 +92,10 @@ class _FileDecoder:
             keys=spec.keys, allow_unknown=spec.allow_unknown,
             verify_checksums=spec.verify_checksums, table_filter=self.tables,
             table_resolver=self.resolver)
+        if spec.what == "changes":
+            from .cdcjson import images_for
+
+            self.options["json_images"] = images_for(spec.output)
 
     def tracker(self, locate: Callable[..., Any] | None = None) -> Any:
         from .changes import ChangeTracker
@@ -137,6 +141,8 @@ class _FileDecoder:
         if gfilter is not None:
             gfilter.current = None
         dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
+        if spec.output != "null" and spec.what == "changes":
+            out = LinesOut(out)  # (flushed below: lines written stay written on an error)
         reached = None
         # Asked once, not per event: most events meet none of these.
         start_here = first and start is not None
@@ -191,6 +197,8 @@ class _FileDecoder:
         finally:
             counts.events += events
             counts.rows += rows
+            if type(out) is LinesOut:
+                out.flush()
         counts.events += dec.events_skipped
         return reached
 
@@ -392,15 +400,71 @@ def write_jsonl(out: Any, obj: dict[str, Any]) -> None:
     out.write("\n")
 
 
+class LinesOut:
+    """Where `decode` writes record lines: a text stream's binary buffer when the stream
+    writes UTF-8 with plain newlines (as the bytes of cdcjson's writers, gathered into
+    writes of about 1 MiB), else the text stream itself. Nothing else may write to the
+    stream while it is in use; flush() before it is used again."""
+
+    LIMIT = 1 << 20
+
+    def __init__(self, out: Any) -> None:
+        import codecs
+
+        self.out = out
+        enc = getattr(out, "encoding", None)
+        raw = getattr(out, "buffer", None)
+        self.raw = None
+        if raw is not None and enc and codecs.lookup(enc).name == "utf-8" and os.linesep == "\n":
+            out.flush()  # (anything written as text before goes first)
+            self.raw = raw
+        self.pending: list[bytes] = []
+        self.size = 0
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.raw is None:
+            self.out.write(data.decode("utf-8"))
+            return
+        self.pending.append(data)
+        self.size += len(data)
+        if self.size >= self.LIMIT:
+            self.flush()
+
+    def write(self, text: str) -> None:
+        """Text, after the bytes before it (a value the UTF-8 codec refuses: the stream's
+        own error handler decides)."""
+        self.flush()
+        self.out.write(text)
+        self.out.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
+            self.pending = []
+            self.size = 0
+            self.raw.write(data)  # type: ignore[union-attr]
+
+
 def write_records(out: Any, records: Iterable[Any], output: str) -> None:
     """Change records as lines of `output` ("jsonl" or "text"): the one writer of
-    `decode` (events or lists of records) and `stream`."""
-    if output == "jsonl":
+    `decode` (events or lists of records) and `stream`, written by cdcjson's writers. The
+    lines go as bytes to an `out` with write_bytes (LinesOut, replica.sink.OutputSink), else
+    as text."""
+    from . import cdcjson
+
+    jsonl = output == "jsonl"
+    try:
+        data = cdcjson.records_jsonl(records) if jsonl else cdcjson.records_text(records)
+    except UnicodeEncodeError:  # a lone surrogate: as the text stream writes it
+        line = cdcjson.record_line if jsonl else cdcjson.record_text
         for rec in records:
-            write_jsonl(out, rec.to_json_dict())
+            out.write(line(rec) + "\n")
+        return
+    write_bytes = getattr(out, "write_bytes", None)
+    if write_bytes is not None:
+        write_bytes(data)
     else:
-        for rec in records:
-            out.write(record_text(rec) + "\n")
+        out.write(data.decode("utf-8"))
 
 
 def print_event(out: Any, ev: Any, output: str) -> None:
@@ -418,18 +482,6 @@ def print_event(out: Any, ev: Any, output: str) -> None:
                           for k, v in ev.summary().items())
         out.write(f"# at {ev.offset} end {ev.end} {ev.type_name} server_id={ev.header.server_id} "
                   f"ts={ev.timestamp} {detail}\n")
-
-
-def record_text(rec: Any) -> str:
-    d = rec.to_json_dict()
-    lines = [f"### {rec.op.upper()} {rec.schema}.{rec.table}  at {rec.file}:{rec.pos} row {rec.row}"
-             + (f" gtid {rec.gtid}" if rec.gtid else "")]
-    for part in ("before", "after"):
-        if part in d:
-            lines.append(f"###   {part}:")
-            for k, v in d[part].items():
-                lines.append(f"###     {k}={json.dumps(v, ensure_ascii=False)}")
-    return "\n".join(lines)
 
 
 def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -> tuple[list[Any], int]:

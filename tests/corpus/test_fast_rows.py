@@ -208,7 +208,8 @@ def _checksummed_fast_rows(path: Path) -> bool:
             and any(isinstance(ev, RowsEvent) and ev.type_code in rows.FAST_TYPES for ev in evs))
 
 
-@pytest.mark.parametrize("mode", ["all", "filtered", "filtered-counted", "json-images"])
+@pytest.mark.parametrize("mode", ["all", "filtered", "filtered-counted", "json-images",
+                                  "json-lines"])
 def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     taken = [0]
@@ -223,8 +224,8 @@ def test_fast_path_gives_what_the_general_path_gives(corpus_dir: Path, mode: str
     compared = rows_events = scanned = python_taken = packet_runs = 0
     for path in corpus_files(corpus_dir):
         options: dict[str, object] = {}
-        if mode == "json-images":
-            options = {"json_images": True}
+        if mode in ("json-images", "json-lines"):
+            options = {"json_images": True if mode == "json-images" else "lines"}
         elif mode != "all":
             options = {"table_filter": _only_first_table(path),
                        "count_filtered": mode == "filtered-counted"}

@@ -21,6 +21,10 @@ def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) 
     by_label = {m["tool"]: m for m in doc["measurements"]}
     assert set(by_label) >= {"binlake-decode", "binlake-decode-jobs", "binlake-stream",
                              "pmr-stream", "mariadb-binlog-vv", "raw-transfer"}
+    for label in ("binlake-decode-jsonl", "binlake-stream-jsonl"):  # a line per row, checked
+        assert by_label[label]["rows"] == 1200, label
+        assert by_label[label]["extra"]["output_bytes"] > 1200 * 100, label
+    assert not list(tmp_path.glob("*.jsonl"))  # (removed after each run)
     for label in ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream"):
         assert by_label[label]["rows"] == 1200, label
         for t in TABLES:

@@ -122,7 +122,8 @@ def _vm_hwm_kb(pid: int) -> int | None:
 
 
 def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = None,
-                capture: bool = True, server_pid: int | None = None) -> ProcStats:
+                capture: bool = True, server_pid: int | None = None,
+                stdout_path: Path | None = None) -> ProcStats:
     """Run ``cmd`` to completion and return its own resource usage.
 
     Peak RSS needs care: a child's ru_maxrss starts at its parent's RSS at fork (Linux keeps
@@ -130,7 +131,8 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
     GNU time, a small C program, forks the tool from its own tiny image and reports the tool's
     true peak; without it the harness polls the tool's VmHWM (its own mm, exact except for
     growth in the last 20 ms).  CPU comes from wait4.  stdout goes to a temp file when
-    captured (never a pipe the harness must drain while timing) or to /dev/null.  The
+    captured (never a pipe the harness must drain while timing), to `stdout_path` (a tool's
+    output, as a user would redirect it; not read back) or to /dev/null.  The
     watchdog kills the whole process group, and only while the leader is still unreaped.
     """
     use_time = os.access(GNU_TIME, os.X_OK)
@@ -139,8 +141,14 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
         argv = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *cmd] if use_time else cmd
         cpu0 = _server_cpu(server_pid)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out if capture else subprocess.DEVNULL, stderr=err,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        sink = open(stdout_path, "wb") if stdout_path is not None else None
+        try:
+            proc = subprocess.Popen(
+                argv, stdout=sink if sink is not None else out if capture else subprocess.DEVNULL,
+                stderr=err, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        finally:
+            if sink is not None:
+                sink.close()  # (the child has its own copy)
         lock = threading.Lock()
         exited = threading.Event()
         timed_out = [False]
@@ -171,7 +179,7 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        stdout = out.read().decode(errors="replace") if capture else ""
+        stdout = out.read().decode(errors="replace") if capture and sink is None else ""
         stderr = err.read().decode(errors="replace")
         max_rss = hwm[0]
         if use_time:
@@ -223,6 +231,10 @@ class Runner(ABC):
     def prepare(self, ctx: BenchContext) -> None:
         """Untimed set-up before each run (e.g. an empty output directory)."""
 
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        """A file the tool's stdout goes to (its output, timed as written), or None."""
+        return None
+
     def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
         """(rows reported, the tool's own seconds, extra facts) from a finished run."""
         line = _last_json_line(stats.stdout)
@@ -234,7 +246,8 @@ class Runner(ABC):
         warm_page_cache(ctx.files)
         cmd = self.command(ctx)
         stats = run_process(cmd, timeout=ctx.timeout, env=self.env(ctx), capture=self.capture,
-                            server_pid=ctx.server_pid if self.needs_server else None)
+                            server_pid=ctx.server_pid if self.needs_server else None,
+                            stdout_path=self.stdout_path(ctx))
         if stats.returncode != 0:
             raise BenchError(f"{self.label} exited with {stats.returncode}:\n{stats.stderr_tail}")
         rows, self_s, extra = self.parse(ctx, stats)
@@ -323,6 +336,67 @@ class BinlakeStream(Runner):
         return _password_env(ctx)
 
 
+def _lines_out(ctx: BenchContext, label: str) -> Path:
+    return ctx.workdir / f"{label}.jsonl"
+
+
+def _jsonl_checked(path: Path, stats_line: dict[str, Any], label: str
+                   ) -> tuple[int | None, float | None, dict[str, Any]]:
+    """(rows, seconds, extra) of a run that wrote JSON lines to `path`: a line per row
+    change, each a JSON object, or the run is void; the file is removed after (untimed)."""
+    lines = size = 0
+    last = b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            lines += chunk.count(b"\n")
+            size += len(chunk)
+            last = (last + chunk)[-2:]
+    path.unlink()
+    rows = int(stats_line["rows"])
+    if lines != rows or (size and last != b"}\n"):
+        raise BenchError(f"{label} wrote {lines} lines ({size} bytes) for {rows} rows")
+    return rows, stats_line.get("seconds"), {"output_bytes": size}
+
+
+class BinlakeDecodeJsonl(BinlakeDecode):
+    """binlake decode FILES --output jsonl --stats > FILE: the JSON lines users read, written
+    into a file in the workdir (checked, a line per row, and removed after each run)."""
+
+    name = "binlake-decode-jsonl"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = super().command(ctx)
+        cmd[cmd.index("null")] = "jsonl"
+        return cmd
+
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        return _lines_out(ctx, self.label)
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        # (the stats line goes to stderr when the records go to stdout)
+        return _jsonl_checked(_lines_out(ctx, self.label), _last_json_line(stats.stderr_tail),
+                              self.label)
+
+
+class BinlakeStreamJsonl(BinlakeStream):
+    """binlake stream URL --start FIRST:4 --until-end --output jsonl --out FILE --stats: the
+    JSON lines of a live stream into a file (checked and removed after each run)."""
+
+    name = "binlake-stream-jsonl"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = super().command(ctx)
+        cmd[cmd.index("null")] = "jsonl"
+        return cmd + ["--out", str(_lines_out(ctx, self.label))]
+
+    def prepare(self, ctx: BenchContext) -> None:
+        _lines_out(ctx, self.label).unlink(missing_ok=True)
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        return _jsonl_checked(_lines_out(ctx, self.label), _last_json_line(stats.stdout),
+                              self.label)
+
+
 class PmrStream(Runner):
     """python-mysql-replication, every value of every row touched (benchmarks/pmr_stream.py)."""
 
@@ -352,6 +426,22 @@ class MariadbBinlogVV(Runner):
 
     def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
         return None, None, {}
+
+
+class MariadbBinlogVVFile(MariadbBinlogVV):
+    """mariadb-binlog -vv as above, its text written into a file in the workdir (removed
+    after each run, untimed): the like-for-like peer of binlake-decode-jsonl. Opt-in."""
+
+    name = "mariadb-binlog-vv-file"
+
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        return _lines_out(ctx, self.label)
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        path = _lines_out(ctx, self.label)
+        size = path.stat().st_size
+        path.unlink()
+        return None, None, {"output_bytes": size}
 
 
 class RawTransfer(Runner):
@@ -450,12 +540,14 @@ def _mariadb_binlog() -> str:
 
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
-    r.name: r for r in (BinlakeDecode, BinlakeDecodeJobs, BinlakeStream, PmrStream,
-                        MariadbBinlogVV, RawTransfer, TransferFloor, BinlakeArrow,
-                        BinlakeArrowJobs)
+    r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeJobs, BinlakeStream,
+                        BinlakeStreamJsonl, PmrStream, MariadbBinlogVV, MariadbBinlogVVFile,
+                        RawTransfer,
+                        TransferFloor, BinlakeArrow, BinlakeArrowJobs)
 }
-DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream",
-                 "mariadb-binlog-vv", "raw-transfer")
+DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jsonl", "binlake-decode-jobs",
+                 "binlake-stream", "binlake-stream-jsonl", "pmr-stream", "mariadb-binlog-vv",
+                 "raw-transfer")
 PER_TABLE_TOOLS = ("binlake-decode", "binlake-decode-jobs", "binlake-stream", "pmr-stream",
                    "binlake-arrow", "binlake-arrow-jobs")
 

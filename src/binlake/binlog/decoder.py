@@ -93,7 +93,7 @@ class BinlogDecoder:
         checksum: int | None = None,
         table_resolver: TableResolver | None = None,
         table_filter: Callable[[str, str], bool] | None = None,
-        json_images: bool = False,
+        json_images: bool | str = False,
         count_filtered: bool = False,
         skip_filtered: bool = False,
     ) -> None:
@@ -101,7 +101,9 @@ class BinlogDecoder:
         self.json_images = json_images
         """Rows events carry each image as its CDC JSON text (UTF-8 bytes) instead of value
         tuples, written in C from the row bytes (the Arrow/Spark path; needs the extension,
-        else values as usual)."""
+        else values as usual). "lines": the same, for the JSON lines of `decode` and
+        `stream` (cdcjson.records_jsonl copies them): a table with JSON columns, whose CDC
+        JSON has their text where the lines have the document, keeps value tuples."""
         self.verify_checksums = verify_checksums
         self.verified_until = -1
         """File offset below which every event's CRC32 is known to match (checked ahead by

@@ -62,6 +62,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
     """
     import signal
 
+    from ..cdcjson import images_for
     from ..changes import incident_line, table_filter
     from .checkpoint import CheckpointStore
     from .sink import OutputSink
@@ -135,7 +136,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         opts = StreamOptions(server_id=server_id, start=start, until_end=until_end,
                              semi_sync=semi_sync, heartbeat=heartbeat, tables=keep,
                              on_commit=save, on_stream_start=started, on_idle=idle,
-                             table_resolver=tracker,
+                             table_resolver=tracker, json_images=images_for(output),
                              on_incident=(lambda ev: click.echo(incident_line(ev), err=True))
                              if skip_incidents else None)
         bs = BinlogStream(server, opts)

@@ -20,6 +20,8 @@ from ..errors import ConfigError
 
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
+        self._bin: IO[bytes] | None | bool = False  # (found on the first write_bytes)
+        self._text_pending = True  # text may sit in fh's buffer (stdout): flushed once
         try:
             self._open(path, resume_bytes)
         except OSError as exc:
@@ -51,11 +53,39 @@ class OutputSink:
         if resume_bytes is not None:
             raw.truncate(resume_bytes)  # drop what was written after the last checkpoint
         raw.seek(0, io.SEEK_END)
+        # Lines go out in writes of up to 1 MiB (flushed at each checkpoint and at close).
+        raw = io.BufferedWriter(raw.detach(), buffer_size=1 << 20)  # type: ignore[assignment]
         self._raw = raw
         self.fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
 
     def write(self, line: str) -> None:
         self.fh.write(line)
+        self._text_pending = True
+
+    def write_bytes(self, data: bytes) -> None:
+        """UTF-8 lines (decode_command.write_records' record lines), a list of records at a
+        time: into the binary buffer under fh (a file's holds 1 MiB; stdout's passes a
+        list's bytes on in one write); text written before is flushed first, so lines keep
+        their order. A stream that does not write UTF-8 gets them as text."""
+        binary = self._binary
+        if binary is None:
+            self.fh.write(data.decode("utf-8"))
+            return
+        if self._text_pending:
+            self.fh.flush()
+            self._text_pending = False
+        binary.write(data)
+
+    @property
+    def _binary(self) -> IO[bytes] | None:
+        if self._bin is False:
+            import codecs
+
+            enc = getattr(self.fh, "encoding", None)
+            raw = getattr(self.fh, "buffer", None)
+            ok = raw is not None and enc and codecs.lookup(enc).name == "utf-8" and os.linesep == "\n"
+            self._bin = raw if ok else None
+        return self._bin  # type: ignore[return-value]
 
     def durable_size(self) -> int | None:
         """Flush and fsync; the size to store in the checkpoint (None for stdout, a FIFO or

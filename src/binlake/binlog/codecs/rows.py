@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ...errors import DecodeError
 from ...values import ABSENT, JSON_NULL, JsonPatch
 from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
-from ..constants import EventType as E
+from ..constants import ColumnType, EventType as E
 from ..events import RowsEvent
 from ..makers import slot_maker
 from ..table_map import TableMapEvent
@@ -64,7 +64,7 @@ def parse_rows_header(body: bytes, post_header_len: int, start: int = 0) -> tupl
 
 def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
                 table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
-                json_images: bool = False,
+                json_images: bool | str = False,
                 header: tuple[int, int, bytes, int] | None = None,
                 start: int = 0, end: int | None = None, count_only: bool = False) -> RowsEvent:
     """Rows of one event: value tuples (ABSENT outside the image), or with `json_images`
@@ -132,7 +132,7 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
               end_pos: int, post_header_len: int, tables: dict[int, TableMapEvent],
               start: int, end: int,
               table_filter: Callable[[str, str], bool] | None, count_filtered: bool,
-              json_images: bool = False) -> RowsEvent | None:
+              json_images: bool | str = False) -> RowsEvent | None:
     """The common rows event (v1/v2 without extra data, a known table, C decoders) in one
     call: most events of a busy binlog are small, and the general path's layers cost as much
     as their rows. None: anything else, or anything wrong, goes the general way (which names
@@ -164,7 +164,8 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
     if end - pos < nbm:
         return None
     decoders = table.row_decoders
-    key = (code, bytes(body[pos:pos + nbm]), json_images)  # the body may be a memoryview
+    # (the scanner's key: json_images as a bool; the body may be a memoryview)
+    key = (code, bytes(body[pos:pos + nbm]), bool(json_images))
     pair = decoders.get(key)
     if pair is None:
         pair = _fast_decoders(table, update, key[1], ncols, json_images)
@@ -188,7 +189,7 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
                                flags, table, [], b"", version, True, n)
     rows: Any
     try:
-        if json_images:  # packed: one buffer per side, read as the list of rows
+        if json_images and json_before is not None:  # packed: one buffer per side, as rows
             rows, pos = json_before.json_rows(body, pos, end, json_after)
         else:
             rows = []
@@ -203,9 +204,10 @@ def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None
 
 
 def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: int,
-                   json_images: bool) -> tuple[Any, Any, Any, Any] | None:
+                   json_images: bool | str) -> tuple[Any, Any, Any, Any] | None:
     """(before, after, JSON before, JSON after) C decoders of an event's presence bitmaps
-    (after: None unless an update; JSON: only with json_images); None where the general path
+    (after: None unless an update; JSON: only with json_images, and None with "lines" for a
+    table whose rows are decoded to values: see _json_decoders); None where the general path
     must decode (no C decoder, images of no columns)."""
     nbm = (ncols + 7) >> 3
     present = _present(bitmaps[:nbm], ncols)
@@ -226,9 +228,11 @@ def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: in
         return None
     if not json_images:
         return before, after, None, None
-    jdec = _json_decoders(table, "update" if update else "insert", present, present_after)
+    lines = json_images == "lines"
+    jdec = _json_decoders(table, "update" if update else "insert", present, present_after,
+                          lines)
     if jdec is None:
-        return None
+        return (before, after, None, None) if lines else None
     return before, after, jdec[0], jdec[1] if update else None
 
 
@@ -244,11 +248,12 @@ def rows_event(base: dict, kind: str, table_id: int, flags: int, table: TableMap
 
 def _decode_images(body: bytes, pos: int, end: int, rows: list[Any], table: TableMapEvent,
                    kind: str, partial: bool, dec_before: Any, present: tuple[bool, ...],
-                   present_after: tuple[bool, ...], json_images: bool,
+                   present_after: tuple[bool, ...], json_images: bool | str,
                    json_diff_apply: Callable[..., Any] | None) -> int:
     """Append the row images of [pos, end) to `rows` (pairs for updates); returns the end."""
     decoders = table.row_decoders
-    jdec = _json_decoders(table, kind, present, present_after) if json_images and not partial else None
+    jdec = (_json_decoders(table, kind, present, present_after, json_images == "lines")
+            if json_images and not partial else None)
     if jdec is not None:
         # Row bytes -> JSON images in C, no Python values (the Arrow path).
         pos = jdec[0].json_many(body, pos, end, rows, *jdec[1:])
@@ -295,19 +300,32 @@ def _count(body: bytes, pos: int, end: int, table: TableMapEvent, kind: str, par
 
 
 def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
-                   present_after: list[bool]) -> tuple[Any, ...] | None:
+                   present_after: list[bool], lines: bool = False) -> tuple[Any, ...] | None:
+    """The C decoders writing an event's images as CDC JSON text, or None. `lines`: for JSON
+    lines (json_images="lines"), where the text must also be the image of `binlake decode`'s
+    lines: None for a table with JSON columns (the CDC JSON has their text as a string, the
+    lines the document), whose rows are then decoded to values."""
     decoders = table.row_decoders
-    key = ("json", tuple(present))
+    if lines:
+        plain = decoders.get("lines-text")
+        if plain is None:
+            plain = decoders["lines-text"] = not any(
+                c.is_json or c.type == ColumnType.JSON for c in table.columns)
+        if not plain:
+            return None
+    flavor = "jsonl" if lines else "json"
+    key = (flavor, tuple(present))
     jb = decoders.get(key)
     if jb is None:
-        jb = decoders[key] = compile_json_row_decoder(table.columns, table.column_names, present)
+        jb = decoders[key] = compile_json_row_decoder(table.columns, table.column_names, present,
+                                                      lines)
     if jb is None or kind != "update":
         return None if jb is None else (jb,)
-    key_a = ("json", tuple(present_after))
+    key_a = (flavor, tuple(present_after))
     ja = decoders.get(key_a)
     if ja is None:
         ja = decoders[key_a] = compile_json_row_decoder(table.columns, table.column_names,
-                                                        present_after)
+                                                        present_after, lines)
     return jb, ja
 
 

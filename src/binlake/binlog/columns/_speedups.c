@@ -20,9 +20,10 @@
  * event's JSON images packed; the buffer pools), image_column (a CDC batch's Arrow columns:
  * its images copied in as events come, its per-event fields expanded over their rows),
  * cdc_segments (a CDC batch's per-event fields, a rows event or a record taken in one call),
- * objects (records and SlotMaker) and event_rows (the common
- * rows event framed, checked and decoded whole, with crc32 and crc_ahead: the checksums, in
- * the decoder's thread or ahead of it); this file holds the module itself.
+ * objects (records and SlotMaker), jsonl_lines (lists of records as the lines of --output
+ * jsonl and text) and event_rows (the common rows event framed, checked and decoded whole,
+ * with crc32 and crc_ahead: the checksums, in the decoder's thread or ahead of it); this
+ * file holds the module itself.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -69,6 +70,7 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 }
 
 #include "speedups/objects.h"
+#include "speedups/jsonl_lines.h"
 #include "speedups/crc32.h"
 #include "speedups/event_rows.h"
 #include "speedups/crc_ahead.h"
@@ -100,6 +102,13 @@ static PyMethodDef module_methods[] = {
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},
     {"record_class", record_class, METH_VARARGS,
      "record_class(cls, slot_names): the class make_records() builds (slots only)."},
+    {"jsonl_records", jsonl_records, METH_VARARGS,
+     "jsonl_records(records, plan_for, line_of) -> bytes: the records' JSON lines (UTF-8), "
+     "with plan_for(table_map) -> cdcjson.jsonl_plan and line_of(record) -> the line of a "
+     "record this writer leaves to Python."},
+    {"text_records", text_records, METH_VARARGS,
+     "text_records(records, plan_for, line_of) -> bytes: their lines of --output text, as "
+     "jsonl_records (plan_for -> cdcjson.text_plan)."},
     {"make_records", make_records, METH_VARARGS,
      "make_records(template, rows, mode) -> list of records (0 insert, 1 delete, 2 update)."},
     {NULL, NULL, 0, NULL}

@@ -296,24 +296,27 @@ def compile_c_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool]
 
 
 def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str],
-                             present: Sequence[bool]) -> RowDecoder | None:
+                             present: Sequence[bool], lines: bool = False) -> RowDecoder | None:
     """A C decoder that also writes row images straight to CDC JSON text (`json_many`), or
-    None without the extension: the Arrow path then encodes the Python values instead."""
+    None without the extension: the Arrow path then encodes the Python values instead.
+    `lines`: what the C writer does not write itself (NaN, zero dates, ...) written as the
+    JSON lines of `decode` have it (cdcjson.jsonl_value_text), not as the Arrow images."""
     if _speedups is None:
         return None
     if not _POW10_SET:
         _set_pow10()
-    key = ("json", _signature(columns), tuple(names), tuple(present))
+    key = ("json", lines, _signature(columns), tuple(names), tuple(present))
     fn = _CACHE.get(key)
     if fn is None:
-        from ...cdcjson import json_string, value_text_function
+        from ...cdcjson import json_string, jsonl_value_text, value_text_function
 
+        text_of = jsonl_value_text if lines else value_text_function
         ops = []
         for c, name, op in zip(columns, names, _c_ops(columns, present, frozenset())):
             labels = op[4] if op[0] in (OP_ENUM, OP_SET) else None
             jlabels = (tuple(json_string(x)[1:-1].encode() for x in labels)
                        if labels is not None else None)
-            ops.append((*op, value_text_function(c), (json_string(name) + ":").encode(), jlabels))
+            ops.append((*op, text_of(c), (json_string(name) + ":").encode(), jlabels))
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         fn = _CACHE[key] = _speedups.RowDecoder(ops)
@@ -321,6 +324,18 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
 
 
 _POW10_SET: list[bool] = []
+
+
+def speedups_function(name: str) -> Callable[..., Any] | None:
+    """A function of the C extension by name, or None without it (BINLAKE_PURE_PYTHON=1)."""
+    return getattr(_speedups, name, None) if _speedups is not None else None
+
+
+def prepare_float_text() -> None:
+    """Hand the C writers their float tables once (see _set_pow10); a no-op without the
+    extension."""
+    if _speedups is not None and not _POW10_SET:
+        _set_pow10()
 
 
 def _set_pow10() -> None:

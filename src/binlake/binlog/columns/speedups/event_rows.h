@@ -18,7 +18,8 @@
  * Records mode (`records`, `merge`, `gtid`: set by the caller for a run): the kept rows
  * events become change records here, as changes.ChangeTracker makes them, and the run hands
  * out lists of them, several events' at a time, with the TABLE_MAPs between them taken
- * (scan_records). For the replica's loop inside a transaction and for `binlake decode`.
+ * (scan_records). For the replica's loop inside a transaction and for `binlake decode`;
+ * with value tuples, or with the CDC JSON images of json_images="lines" (JSON lines).
  *
  * Segments mode (`segments`, `merge`, `gtid`: set by the caller for a run, with JSON
  * images): the kept rows events go straight into the Arrow batch being built (a
@@ -326,8 +327,16 @@ static int scan_records(RowsScanner *s, PyObject *decoders, PyObject *table, PyO
                         PyObject *file) {
     PyObject *known = PyDict_GetItemWithError(decoders, s->records);  /* borrowed */
     if (known == NULL) return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4 || !PyList_Check(rows)
+    if (!PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4
+        || !(PyList_Check(rows) || Py_IS_TYPE(rows, &ImageRowsType))
         || g_rec_type == NULL || g_rec_nslots != 16) return 0;
+    if (Py_IS_TYPE(rows, &ImageRowsType)) {  /* JSON images: bytes (pairs) per row */
+        PyObject *list = PySequence_List(rows);
+        if (list == NULL) return -1;
+        int rc = scan_records(s, decoders, table, list, kind, e, size, offset, file);
+        Py_DECREF(list);
+        return rc;
+    }
     PyObject *keep = PyTuple_GET_ITEM(known, 0);
     Py_ssize_t n = PyList_GET_SIZE(rows);
     if (keep != Py_True) {  /* the records' filter leaves the table out: only counted */
@@ -514,7 +523,7 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         }
         rows = PyList_New(0);
         if (rows == NULL) goto error;
-    } else if (json) {
+    } else if (json && PyTuple_GET_ITEM(pair, 2) != Py_None) {  /* (None: values, see below) */
         PyObject *jb = PyTuple_GET_ITEM(pair, 2), *ja = PyTuple_GET_ITEM(pair, 3);
         if (!Py_IS_TYPE(jb, &RowDecoderType) || !((RowDecoder *)jb)->json) goto done;
         PyObject *args = kind == 1 ? Py_BuildValue("(OnnO)", bufobj, p, end, ja)
@@ -541,7 +550,7 @@ static int scan_event(RowsScanner *s, PyObject *bufobj, const unsigned char *b, 
         if (made < 0) goto error;
         if (made) { rc = 3; goto done; }
     }
-    if (s->batch != NULL && !filtered && !json) {
+    if (s->batch != NULL && !filtered && json != 1) {
         int made = scan_records(s, decoders, table, rows, kind, e, size, offset, file);
         if (made < 0) goto error;
         if (made) { rc = 3; goto done; }
@@ -609,6 +618,13 @@ static int RowsScanner_init(RowsScanner *self, PyObject *args, PyObject *kw) {
     return 0;
 }
 
+/* json_images as the scan keeps it: 0 values, 1 CDC JSON images (the Arrow path), 2 the
+   same for JSON lines ("lines": records mode takes those events too). */
+static int scan_json_mode(PyObject *v) {
+    if (PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, "lines") == 0) return 2;
+    return PyObject_IsTrue(v);
+}
+
 /* Sets the TABLE_MAP cache a scan may take maps from: a dict, or None for none. */
 static int scan_set_maps(RowsScanner *self, PyObject *maps) {
     if (maps == Py_None) { Py_CLEAR(self->maps); return 0; }
@@ -625,7 +641,7 @@ static PyObject *RowsScanner_one(RowsScanner *self, PyObject *const *args, Py_ss
     if (self->verdicts == NULL) { PyErr_SetString(PyExc_TypeError, "RowsScanner not set"); return NULL; }
     if (scan_set_maps(self, nargs == 8 ? args[7] : Py_None) < 0) return NULL;
     int tail = PyObject_IsTrue(args[2]) ? 4 : 0, verify = PyObject_IsTrue(args[3]);
-    int count = PyObject_IsTrue(args[5]), json = PyObject_IsTrue(args[6]);
+    int count = PyObject_IsTrue(args[5]), json = scan_json_mode(args[6]);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *ev = NULL;
@@ -662,7 +678,7 @@ static PyObject *RowsScanner_scan(RowsScanner *self, PyObject *const *args, Py_s
     self->tail = PyObject_IsTrue(args[4]) ? 4 : 0;
     self->verify = PyObject_IsTrue(args[5]);
     self->count_filtered = PyObject_IsTrue(args[7]);
-    self->json = PyObject_IsTrue(args[8]);
+    self->json = scan_json_mode(args[8]);
     self->skip = PyObject_IsTrue(args[9]);
     self->verified = verified;
     self->packets = 0;
@@ -706,7 +722,7 @@ static PyObject *RowsScanner_scan_packets(RowsScanner *self, PyObject *const *ar
     self->tail = PyObject_IsTrue(args[5]) ? 4 : 0;
     self->verify = PyObject_IsTrue(args[6]);
     self->count_filtered = PyObject_IsTrue(args[8]);
-    self->json = PyObject_IsTrue(args[9]);
+    self->json = scan_json_mode(args[9]);
     self->skip = PyObject_IsTrue(args[10]);
     self->verified = -1;
     self->packets = 1;
@@ -741,8 +757,8 @@ static PyObject *RowsScanner_next(RowsScanner *self) {
     Py_ssize_t pos0 = self->pos;
     int seq0 = self->seq;
     Py_ssize_t batch_bytes = 0;
-    if (self->merge && (self->group || !self->packets) && !self->json && self->records != NULL
-        && self->records != Py_None) {
+    if (self->merge && (self->group || !self->packets) && self->json != 1
+        && self->records != NULL && self->records != Py_None) {
         if ((self->batch = PyList_New(0)) == NULL) { PyBuffer_Release(&view); return NULL; }
     }
     /* Segments mode, while the caller says `merge`: the kept rows events (JSON images) go

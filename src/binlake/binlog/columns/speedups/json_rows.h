@@ -59,9 +59,14 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
         uint64_t sign = 1ULL << (8 * k - 1);
         return put_int(o, (int64_t)(u ^ sign) - (int64_t)sign);
     }
-    case OP_FLOAT: { float f; uint32_t u; NEEDI(4); memcpy(&f, b + p, 4); memcpy(&u, b + p, 4); *pp = p + 4;
+    /* (NaN and infinities: the column's formatter, whose JSON text a flavor decides) */
+    case OP_FLOAT: { float f; uint32_t u; NEEDI(4); memcpy(&f, b + p, 4); memcpy(&u, b + p, 4);
+        if (!isfinite(f)) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        *pp = p + 4;
         return put_float_cached(o, u, 2, 0.0, f); }
-    case OP_DOUBLE: { double d; uint64_t u; NEEDI(8); memcpy(&d, b + p, 8); memcpy(&u, b + p, 8); *pp = p + 8;
+    case OP_DOUBLE: { double d; uint64_t u; NEEDI(8); memcpy(&d, b + p, 8); memcpy(&u, b + p, 8);
+        if (!isfinite(d)) return put_fmt_decoded(o, op, bufobj, b, n, pp);
+        *pp = p + 8;
         return put_float_cached(o, u, 1, d, 0.0f); }
     case OP_YEAR: { NEEDI(1); int y = b[p]; *pp = p + 1; return put_int(o, y ? 1900 + y : 0); }
     case OP_BIT: { NEEDI(op->a); uint64_t v = be(b + p, op->a); *pp = p + op->a; return put_uint(o, v); }
