@@ -83,6 +83,16 @@ class PositionUnavailable(BinlakeError):
         self.code = code
 
 
+class DumpRefused(BinlakeError):
+    """The primary closed the connection right after the dump request, again and again,
+    before sending a single event: retrying will not help."""
+
+
+_MAX_REFUSALS = 4
+"""Connections in a row the primary may close right after the dump request, before any
+event, until the stream gives up (a restart in progress passes within these tries)."""
+
+
 class _Interrupted(BaseException):
     """Raised out of a blocking read by `request_stop()` (a signal handler); never escapes."""
 
@@ -165,6 +175,20 @@ class BinlogStream:
         self._started = False
         self._got_event = False
         self._failures = 0
+        self._dump_sent = False
+        """The dump request went out on the current connection."""
+        self._dump_by_file = False
+        """It asked by file position (COM_BINLOG_DUMP, not by GTIDs)."""
+        self._refusals = 0
+        """Connections in a row that ended after the dump request without an event."""
+        self._end_gtid_set: MySQLGtidSet | None = None
+        self._end_gtid_state: MariaGtidState | None = None
+        """until_end: the primary's executed GTIDs at the end position (a GTID dump skips
+        what the start set holds, so the file position of the end may never be seen)."""
+        self._idle_at_end = False
+        """until_end: a heartbeat said the primary has sent everything up to the end."""
+        self._unsaved = False
+        """A transaction ended since on_idle was last called."""
         self.events_seen = 0
         self.rows_seen = 0
         self.reconnects = 0
@@ -252,8 +276,14 @@ class BinlogStream:
             if self._boundary is None:
                 self._init_start(conn)
             if self.options.until_end and self.end_position is None:
-                f, p, _ = self.current_end(conn)
+                # The end as of now; the dump itself blocks (not BINLOG_DUMP_NON_BLOCK, which
+                # some primaries refuse) and the stream stops once it gets there.
+                f, p, g = self.current_end(conn)
                 self.end_position = (f, p)
+                if g is not None and self.flavor == "mariadb":
+                    self._end_gtid_state = MariaGtidState(g)
+                elif g is not None:
+                    self._end_gtid_set = MySQLGtidSet(g)
             pos = self.position
             if pos.mode == "file":
                 self._check_file_position(conn, pos)
@@ -266,7 +296,8 @@ class BinlogStream:
                 conn.execute(stmt)
             conn.command(dlg.COM_REGISTER_SLAVE, dlg.register_slave_payload(
                 self.options.server_id, self.options.hostname, port=0))
-            non_block = self.options.until_end
+            non_block = False
+            self._dump_by_file = False
             if self.flavor == "mysql" and pos.gtid_set is not None:
                 payload = dlg.binlog_dump_gtid_payload(MySQLGtidSet(pos.gtid_set).encode_for_dump(),
                                                        self.options.server_id, non_block)
@@ -275,9 +306,11 @@ class BinlogStream:
                 conn.send_command(dlg.COM_BINLOG_DUMP,
                                   dlg.binlog_dump_payload("", 4, self.options.server_id, non_block))
             else:
+                self._dump_by_file = True
                 conn.send_command(dlg.COM_BINLOG_DUMP,
                                   dlg.binlog_dump_payload(pos.file or "", pos.pos,
                                                           self.options.server_id, non_block))
+            self._dump_sent = True
             # The primary sends a heartbeat after each idle period: 3 missed ones = dead link.
             conn.read_timeout = self.options.heartbeat * 3
         except BaseException:
@@ -303,8 +336,9 @@ class BinlogStream:
             f, p, g = self.current_end(conn)
             if conn.flavor == "mariadb":
                 start = Position(f, p, gtid_state=g)
-            else:  # an empty Executed_Gtid_Set means GTIDs are off: position by file
-                start = Position(f, p, gtid_set=g or None)
+            else:  # GTIDs on (even with none executed yet): position by GTIDs, else by file
+                gset = g or ("" if self._gtid_mode_on(conn) else None)
+                start = Position(f, p, gtid_set=gset)
         if start.gtid_set is not None and conn.flavor != "mysql":
             raise ConfigError(f"{self.url} is MariaDB, but the start position is a MySQL GTID set "
                               f"({start.gtid_set})", hint="give a MariaDB GTID position such as 0-1-42")
@@ -321,6 +355,16 @@ class BinlogStream:
         self._skip = start.rows_done
         self._resume_gtid = start.tx_gtid if start.rows_done else None
         self._boundary = Position(start.file, start.pos)
+
+    @staticmethod
+    def _gtid_mode_on(conn: MySQLConnection) -> bool:
+        """MySQL's @@gtid_mode is ON: every transaction has a GTID (a primary may serve
+        only GTID dumps), whether or not one was executed yet."""
+        try:
+            mode = conn.query("SELECT @@global.gtid_mode").rows[0][0]
+        except ServerError:
+            return False  # no such variable (MySQL 5.5, a MySQL-like server): by file
+        return str(mode or "").upper() == "ON"
 
     def _check_domains(self, conn: MySQLConnection, state: MariaGtidState) -> None:
         """MariaDB streams a domain it has never seen from its oldest binlog on: every other
@@ -359,6 +403,7 @@ class BinlogStream:
         try:
             while not self._stop_requested:
                 self._got_event = False
+                self._dump_sent = False
                 try:
                     conn, dec = self._open()
                     yield from self._run(conn, dec, batched)
@@ -368,10 +413,12 @@ class BinlogStream:
                     self._drop_connection()
                     if not self._may_retry(exc):
                         raise
+                    self._count_refusal(exc)
                 except ServerError as exc:
                     self._drop_connection()
                     if exc.code not in _TRANSIENT_SERVER_ERRORS or not self._may_retry(exc):
                         raise
+                    self._count_refusal(exc)
                 if self._got_event:  # that connection worked: a fresh failure, a fresh backoff
                     wait = 0.5
                 log.warning("replication connection lost, reconnecting",
@@ -386,6 +433,24 @@ class BinlogStream:
         except _Interrupted:
             pass
         self._drop_connection()
+
+    def _count_refusal(self, exc: BinlakeError) -> None:
+        """A connection that ended after the dump request with no event counts as a refusal;
+        after _MAX_REFUSALS in a row the primary is deterministic about it: give up."""
+        if self._got_event or not self._dump_sent:
+            self._refusals = 0 if self._got_event else self._refusals
+            return
+        self._refusals += 1
+        if self._refusals < _MAX_REFUSALS:
+            return
+        how = "file position" if self._dump_by_file else "GTIDs"
+        hint = "its error log says why"
+        if self._dump_by_file:
+            hint += "; a primary that serves only GTID dumps takes --gtid SET"
+        raise DumpRefused(
+            f"the primary {self.url} closed the replication connection right after the binlog "
+            f"dump request (by {how}, from {self._where(self.position)}) {self._refusals} times "
+            f"in a row without sending any event; last: {exc}", hint=hint) from None
 
     def _may_retry(self, exc: BaseException) -> bool:
         if not self.options.reconnect or self._boundary is None or self._stop_requested:
@@ -417,9 +482,20 @@ class BinlogStream:
             self.conn.close()
             self.conn = None
 
+    def _quiet(self, conn: MySQLConnection) -> None:
+        """About to wait for the primary: if a transaction ended since the last call and
+        no more bytes are on their way, tell on_idle now, so a consumer stores (flushes,
+        checkpoints) that transaction at once instead of when the next packet arrives."""
+        if (self._unsaved and not self._tx.in_tx and self.options.on_idle is not None
+                and not conn.data_waiting()):
+            self._unsaved = False
+            self.options.on_idle(self.position)
+
     def _receive_more(self, conn: MySQLConnection) -> None:
         """One blocking receive for the next run, under `_read`'s guard (a stop request from
         a signal handler cuts it short)."""
+        if self._unsaved:
+            self._quiet(conn)
         self._interruptible = True
         try:
             if self._stop_requested:
@@ -429,6 +505,8 @@ class BinlogStream:
             self._interruptible = False
 
     def _read(self, conn: MySQLConnection) -> memoryview:
+        if self._unsaved:
+            self._quiet(conn)
         self._interruptible = True
         try:
             if self._stop_requested:
@@ -449,7 +527,9 @@ class BinlogStream:
         semi = self.options.semi_sync
         end = self.end_position
         stop_at = self.options.stop_at
-        if end is not None and self._reached(end):
+        if end is not None and self._started and self._reached(end):
+            # (a reconnect after the end; a first connection waits for the primary to accept
+            # the start position: one past its last file is its error, not an empty range)
             self._check_stop_at()
             return
         buffered = conn.buffered_packet
@@ -584,8 +664,25 @@ class BinlogStream:
         """Between transactions, at or past the end of the range asked for."""
         if self._tx.in_tx:
             return False
-        return ((end is not None and self._reached(end))
-                or (stop_at is not None and self._reached(stop_at)))
+        if stop_at is not None and self._reached(stop_at):
+            return True
+        if end is None:
+            return False
+        return self._reached(end) or self._idle_at_end or self._gtids_at_end()
+
+    def _gtids_at_end(self) -> bool:
+        """Every GTID the primary had executed at the end has been read (by a stream that
+        tracks GTIDs): a GTID dump skips those in its start set without sending them."""
+        if self._end_gtid_set is not None and self._gtid_set is not None:
+            return self._end_gtid_set.issubset(self._gtid_set)
+        if self._end_gtid_state is not None and self._gtid_state is not None:
+            mine = self._gtid_state
+            for g in self._end_gtid_state:
+                have = mine.get(g.domain_id)
+                if have is None or have.seq_no < g.seq_no:
+                    return False
+            return True
+        return False
 
     def _next_events(self, conn: MySQLConnection, dec: BinlogDecoder,
                      buffered: Callable[[], memoryview | None],
@@ -606,10 +703,16 @@ class BinlogStream:
             except ServerError as exc:
                 if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
                     raise self._position_error(exc) from None
+                if exc.code == 1047 and self._dump_by_file and not self._got_event:
+                    raise ConfigError(
+                        f"the primary {self.url} does not stream by file position "
+                        f"({exc.server_message}, error 1047): it supports GTID positioning only",
+                        hint="start with --gtid and a GTID set, e.g. the primary's executed "
+                             "set (Executed_Gtid_Set in SHOW MASTER STATUS)") from None
                 raise
             if sp.kind == "eof":
                 conn.end_raw()
-                if not self.options.until_end:
+                if not self._at_end(self.end_position, self.options.stop_at):
                     # A blocking dump has no end: the primary is going away (shutdown).
                     raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
                                          hint="the primary is shutting down or dropped the replica; reconnecting")
@@ -744,7 +847,14 @@ class BinlogStream:
                 self._boundary = Position(ev.next_file, ev.position)
             return
         if isinstance(ev, HeartbeatEvent):
+            end = self.end_position
+            if (end is not None and not self._tx.in_tx and ev.log_file
+                    and (ev.log_file, ev.log_pos) >= end):
+                # The primary waits past the end: every event up to it was sent or skipped
+                # (a GTID dump skips those in its start set).
+                self._idle_at_end = True
             if not self._tx.in_tx and self.options.on_idle is not None:
+                self._unsaved = False
                 self.options.on_idle(self.position)
             return
         tracker.observe(ev)
@@ -821,6 +931,7 @@ class BinlogStream:
         self._rows_in_tx = 0
         self._resume_gtid = None
         self._xa_boundary = self._xa.ranges()
+        self._unsaved = True
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
 
