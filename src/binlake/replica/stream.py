@@ -23,7 +23,7 @@ from ..binlog.events import (
 from ..binlog.table_map import TableMapEvent
 from ..changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
-from ..gtid import MariaGtidState, MySQLGtidSet
+from ..gtid import MariaGtidState, MySQLGtidSet, parse_gtid
 from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
 from .position import BoundaryError, Position, TransactionBoundaries, make_position
@@ -81,6 +81,11 @@ class PositionUnavailable(BinlakeError):
     def __init__(self, message: str, *, code: int | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.code = code
+
+
+class GtidGap(BinlakeError):
+    """The primary sent a GTID that leaves a hole in its source's executed set: the
+    transactions in between were never sent (lost by the primary, or skipped)."""
 
 
 class DumpRefused(BinlakeError):
@@ -155,6 +160,7 @@ class BinlogStream:
         self._boundary: Position | None = None
         """file:pos of the last transaction boundary (None until the first connection)."""
         self._gtid_set: MySQLGtidSet | None = None
+        self._gappy: set[tuple[str, str | None]] = set()
         self._gtid_state: MariaGtidState | None = None
         self._tx = TransactionBoundaries()
         self._rows_in_tx = 0
@@ -349,6 +355,9 @@ class BinlogStream:
         if start.file is None and start.gtid_set is None and start.gtid_state is None:
             raise ConfigError("the start position names neither a binlog file nor GTIDs")
         self._gtid_set = MySQLGtidSet(start.gtid_set) if start.gtid_set is not None else None
+        # Sources whose start set already had holes: a new one there is not checked.
+        self._gappy = ({k for k in self._gtid_set.keys() if len(self._gtid_set.intervals(*k)) > 1}
+                       if self._gtid_set is not None else set())
         self._gtid_state = MariaGtidState(start.gtid_state) if start.gtid_state is not None else None
         if self._gtid_state is not None and self._gtid_state.domains:
             self._check_domains(conn, self._gtid_state)
@@ -827,6 +836,8 @@ class BinlogStream:
             return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):  # (its text made once, for both)
             gtid = ev.gtid
+            if gtid and self._gtid_set is not None and type(ev) is GtidEvent:
+                self._check_gtid_gap(gtid)
             tracker.observe_gtid(ev, gtid)
             self._tx.open_gtid(ev, gtid)
             if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
@@ -868,6 +879,26 @@ class BinlogStream:
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
+
+    def _check_gtid_gap(self, gtid: str) -> None:
+        """A GTID that opens a hole after its source's highest executed one means the
+        transactions in between will never come: stop before handing out any of its rows
+        (the checkpoint keeps the set as it was, contiguous)."""
+        uuid, tag, gno = parse_gtid(gtid)
+        if (uuid, tag) in self._gappy:
+            return
+        assert self._gtid_set is not None
+        hole = self._gtid_set.missing_before(uuid, gno, tag)
+        if hole is None:
+            return
+        source = f"{uuid}:{tag}" if tag else uuid
+        missing = f"{source}:{hole[0]}" + (f"-{hole[1]}" if hole[1] > hole[0] else "")
+        raise GtidGap(
+            f"the primary {self.url} skipped transactions: after {self._gtid_set} it sent {gtid}; "
+            f"missing {missing} (at {self._where(self.position)})",
+            hint="the primary's binlog lacks them (lost in a crash or restart, or a replica "
+                 "applying out of order without replica_preserve_commit_order); check them on the "
+                 "primary, then re-snapshot or resume past them with --gtid")
 
     def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
                  batched: bool, runs: bool = False) -> Iterator:
