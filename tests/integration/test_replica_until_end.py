@@ -94,3 +94,33 @@ def test_a_commit_reaches_out_and_checkpoint_without_further_writes(mariadb, tmp
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
+
+
+def test_a_link_silent_past_three_heartbeats_is_given_longer_once(mariadb, caplog) -> None:
+    """No heartbeat ever came at the period asked for (as with Dolt, which keeps 30 s): after
+    the first silent spell the stream warns once and waits longer, instead of reconnecting
+    at every idle spell."""
+    from binlake.replica.position import Position
+    from binlake.replica.stream import BinlogStream, StreamOptions
+    from binlake.replica.url import ServerURL
+
+    mariadb.sql("CREATE TABLE IF NOT EXISTS ue_h (id INT PRIMARY KEY)", "DELETE FROM ue_h")
+    f, p, _ = mariadb.binlog_end_gtid()
+    mariadb.sql("INSERT INTO ue_h VALUES (1)")
+    proxy = TcpProxy("127.0.0.1", mariadb.port)
+    url = ServerURL.parse(mariadb.url.replace(f":{mariadb.port}", f":{proxy.port}"))
+    bs = BinlogStream(url, StreamOptions(start=Position(f, p), heartbeat=0.5, max_reconnects=3,
+                                         tables=lambda db, t: t == "ue_h"))
+    try:
+        it = bs.changes()
+        assert next(it).after["id"] == 1
+        proxy.freeze()  # silent from now on: a read timeout after 1.5 s, then a reconnect
+        mariadb.sql("INSERT INTO ue_h VALUES (2)")
+        with caplog.at_level("WARNING", logger="binlake.replica"):
+            assert next(it).after["id"] == 2
+        assert bs.reconnects == 1
+        warned = [r for r in caplog.records if "sent no heartbeat within 2 s" in r.getMessage()]
+        assert len(warned) == 1 and "after 100 s" in warned[0].getMessage()
+    finally:
+        bs.close()
+        proxy.close()

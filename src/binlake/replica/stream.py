@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ from ..changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..gtid import MariaGtidState, MySQLGtidSet, parse_gtid
 from . import dialogue as dlg
-from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
+from .connection import ConnectionFailed, ConnectionLost, MySQLConnection, ReadTimeout
 from .position import BoundaryError, Position, TransactionBoundaries, make_position
 from .url import ServerURL
 from ..xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
@@ -92,6 +93,10 @@ class DumpRefused(BinlakeError):
     """The primary closed the connection right after the dump request, again and again,
     before sending a single event: retrying will not help."""
 
+
+_SLOW_HEARTBEAT_TIMEOUT = 100.0
+"""Idle timeout for a primary that ignores the heartbeat period asked for (Dolt sends one
+every 30 s whatever it is asked): three of its heartbeats and some."""
 
 _MAX_REFUSALS = 4
 """Connections in a row the primary may close right after the dump request, before any
@@ -195,6 +200,11 @@ class BinlogStream:
         """until_end: a heartbeat said the primary has sent everything up to the end."""
         self._unsaved = False
         """A transaction ended since on_idle was last called."""
+        self._idle_timeout = self.options.heartbeat * 3
+        """Silence after which the link counts as dead (3 heartbeat periods)."""
+        self._last_heartbeat: float | None = None
+        self._heartbeat_on_time = False
+        """Two heartbeats came within 2 periods: the primary keeps the period asked for."""
         self.events_seen = 0
         self.rows_seen = 0
         self.reconnects = 0
@@ -318,7 +328,8 @@ class BinlogStream:
                                                           self.options.server_id, non_block))
             self._dump_sent = True
             # The primary sends a heartbeat after each idle period: 3 missed ones = dead link.
-            conn.read_timeout = self.options.heartbeat * 3
+            conn.read_timeout = self._idle_timeout
+            self._last_heartbeat = None
         except BaseException:
             conn.close()
             raise
@@ -423,6 +434,8 @@ class BinlogStream:
                     if not self._may_retry(exc):
                         raise
                     self._count_refusal(exc)
+                    if isinstance(exc, ReadTimeout) and self._got_event:
+                        self._slow_heartbeats()
                 except ServerError as exc:
                     self._drop_connection()
                     if exc.code not in _TRANSIENT_SERVER_ERRORS or not self._may_retry(exc):
@@ -442,6 +455,18 @@ class BinlogStream:
         except _Interrupted:
             pass
         self._drop_connection()
+
+    def _slow_heartbeats(self) -> None:
+        """A working link went silent for 3 heartbeat periods. If no heartbeat ever came at
+        the period asked for, the primary may keep its own (Dolt: 30 s): wait longer from now
+        on, and say so once, instead of reconnecting at every idle spell."""
+        if self._heartbeat_on_time or self._idle_timeout >= _SLOW_HEARTBEAT_TIMEOUT:
+            return
+        self._idle_timeout = _SLOW_HEARTBEAT_TIMEOUT
+        log.warning("the primary sent no heartbeat within %.0f s although asked for one every "
+                    "%g s (some primaries, such as Dolt, keep their own period); a silent link "
+                    "now counts as dead after %.0f s", self.options.heartbeat * 3,
+                    self.options.heartbeat, _SLOW_HEARTBEAT_TIMEOUT)
 
     def _count_refusal(self, exc: BinlakeError) -> None:
         """A connection that ended after the dump request with no event counts as a refusal;
@@ -858,6 +883,11 @@ class BinlogStream:
                 self._boundary = Position(ev.next_file, ev.position)
             return
         if isinstance(ev, HeartbeatEvent):
+            now = time.monotonic()
+            if (self._last_heartbeat is not None
+                    and now - self._last_heartbeat <= 2 * self.options.heartbeat):
+                self._heartbeat_on_time = True
+            self._last_heartbeat = now
             end = self.end_position
             if (end is not None and not self._tx.in_tx and ev.log_file
                     and (ev.log_file, ev.log_pos) >= end):
