@@ -124,3 +124,30 @@ def test_a_link_silent_past_three_heartbeats_is_given_longer_once(mariadb, caplo
     finally:
         bs.close()
         proxy.close()
+
+
+def test_unsigned_columns_read_without_signedness_are_named(mariadb, caplog) -> None:
+    """No schema history and a binlog that does not say UNSIGNED: the values come out signed,
+    and the stream says so once, naming the table and the columns."""
+    from binlake.replica.position import Position
+    from binlake.replica.stream import BinlogStream, StreamOptions
+    from binlake.replica.url import ServerURL
+
+    mariadb.sql("CREATE TABLE IF NOT EXISTS ue_u (id INT PRIMARY KEY, big BIGINT UNSIGNED)",
+                "DELETE FROM ue_u")
+    (was,), = mariadb.sql("SELECT @@global.binlog_row_metadata", database=None)
+    mariadb.sql("SET GLOBAL binlog_row_metadata = NO_LOG", database=None)
+    try:
+        f, p, _ = mariadb.binlog_end_gtid()
+        mariadb.sql("INSERT INTO ue_u VALUES (1, 18446744073709551615)",
+                    "INSERT INTO ue_u VALUES (2, 5)")
+    finally:
+        mariadb.sql(f"SET GLOBAL binlog_row_metadata = {was}", database=None)
+    bs = BinlogStream(ServerURL.parse(mariadb.url),
+                      StreamOptions(start=Position(f, p), until_end=True,
+                                    tables=lambda db, t: t == "ue_u"))
+    with caplog.at_level("WARNING", logger="binlake.replica"):
+        recs = list(bs.changes())
+    assert [r.after["@2"] for r in recs] == [-1, 5]
+    warned = [r.getMessage() for r in caplog.records if "UNSIGNED" in r.getMessage()]
+    assert len(warned) == 1 and "binlake_test.ue_u" in warned[0] and "@1, @2 are read as signed" in warned[0]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from ..binlog.codecs.rows import FAST_TYPES
-from ..binlog.constants import ChecksumAlg, EventType
+from ..binlog.constants import ChecksumAlg, ColumnType, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
@@ -93,6 +93,10 @@ class DumpRefused(BinlakeError):
     """The primary closed the connection right after the dump request, again and again,
     before sending a single event: retrying will not help."""
 
+
+_INTEGER_TYPES = frozenset({ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG,
+                            ColumnType.LONGLONG})
+"""The integer types a TABLE_MAP's signedness flag applies to."""
 
 _SLOW_HEARTBEAT_TIMEOUT = 100.0
 """Idle timeout for a primary that ignores the heartbeat period asked for (Dolt sends one
@@ -200,6 +204,10 @@ class BinlogStream:
         """until_end: a heartbeat said the primary has sent everything up to the end."""
         self._unsaved = False
         """A transaction ended since on_idle was last called."""
+        self._unsigned_unknown: set[int] | None = (set() if self.options.table_resolver is None
+                                                   else None)
+        """Table ids whose signedness was looked at (None: a schema history knows it)."""
+        self._signedness_warned: set[str] = set()
         self._idle_timeout = self.options.heartbeat * 3
         """Silence after which the link counts as dead (3 heartbeat periods)."""
         self._last_heartbeat: float | None = None
@@ -853,6 +861,8 @@ class BinlogStream:
         t = type(ev)
         if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
+            if self._unsigned_unknown is not None and ev.table_id not in self._unsigned_unknown:
+                self._warn_signedness(ev)
             return
         if t is XidEvent:  # (the common close, without the tests below)
             tracker.observe(ev)
@@ -909,6 +919,24 @@ class BinlogStream:
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
+
+    def _warn_signedness(self, tm: TableMapEvent) -> None:
+        """Without a schema history, integer columns whose TABLE_MAP does not say UNSIGNED
+        (binlog_row_metadata below FULL, or Dolt) are read as signed: say so, once a table."""
+        assert self._unsigned_unknown is not None
+        self._unsigned_unknown.add(tm.table_id)
+        keep = self.options.tables
+        if keep is not None and not keep(tm.schema, tm.table):
+            return
+        ints = [c for c in tm.columns if c.type in _INTEGER_TYPES and c.unsigned is None]
+        if not ints or tm.qualified_name in self._signedness_warned:
+            return
+        self._signedness_warned.add(tm.qualified_name)
+        names = ", ".join(c.name or f"@{c.index + 1}" for c in ints)
+        log.warning("%s: the binlog does not say which integer columns are UNSIGNED (%s are read "
+                    "as signed: an UNSIGNED value above the signed maximum comes out negative); "
+                    "keep a schema history (--checkpoint from the end) or set "
+                    "binlog_row_metadata=FULL", tm.qualified_name, names)
 
     def _check_gtid_gap(self, gtid: str) -> None:
         """A GTID that opens a hole after its source's highest executed one means the
