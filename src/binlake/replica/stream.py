@@ -923,8 +923,11 @@ class BinlogStream:
     def _warn_signedness(self, tm: TableMapEvent) -> None:
         """Without a schema history, integer columns whose TABLE_MAP does not say UNSIGNED
         (binlog_row_metadata below FULL, or Dolt) are read as signed: say so, once a table."""
-        assert self._unsigned_unknown is not None
-        self._unsigned_unknown.add(tm.table_id)
+        seen = self._unsigned_unknown
+        assert seen is not None
+        if len(seen) >= 4096:  # (a server that renumbers its tables: keep it bounded)
+            seen.clear()
+        seen.add(tm.table_id)
         keep = self.options.tables
         if keep is not None and not keep(tm.schema, tm.table):
             return
