@@ -131,3 +131,76 @@ def test_gtid_until_end_gets_every_change(dolt: Dolt) -> None:
     # Dolt logs each transaction's net change per table (each statement here is one).
     assert [(x["op"], key(x)) for x in recs if x["op"] != "ddl"] == [
         ("insert", 1), ("insert", 2), ("update", 2), ("delete", 1), ("insert", 3)]
+
+
+def test_full_metadata_with_a_charset_entry_per_column(dolt: Dolt) -> None:
+    """Dolt's COLUMN_CHARSET lists every column (0 for non-character ones)."""
+    try:
+        dolt.sql("SET @@GLOBAL.binlog_row_metadata = 'FULL'")
+    except Exception as exc:  # (pymysql's errors)
+        pytest.skip(f"this dolt does not take binlog_row_metadata=FULL: {exc}")
+    try:
+        dolt.sql("CREATE TABLE m (id BIGINT UNSIGNED PRIMARY KEY, name VARCHAR(20), n INT)")
+        (_, _, _, _, executed), = dolt.sql("SHOW MASTER STATUS")
+        dolt.sql("INSERT INTO m VALUES (18446744073709551615, 'ü', -3)")
+        r = _stream(dolt.url, "--gtid", executed.replace("\n", ""), "--until-end", "--tables", "*.m")
+    finally:
+        dolt.sql("SET @@GLOBAL.binlog_row_metadata = 'MINIMAL'")
+    assert r.returncode == 0, r.stderr
+    assert "unknown collation" not in r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    # Dolt writes no signedness field even with FULL: the BIGINT UNSIGNED comes out signed,
+    # and the stream says so.
+    assert [x["after"] for x in recs if x["op"] == "insert"] == [{"id": -1, "name": "ü", "n": -3}]
+    assert "m: the binlog does not say which integer columns are UNSIGNED (id, n are read" in r.stderr
+
+
+def test_a_commit_reaches_out_and_checkpoint_at_once(dolt: Dolt, tmp_path: Path) -> None:
+    """Dolt goes quiet after a commit (its heartbeat comes every 30 s): the transaction's
+    line and checkpoint do not wait for it."""
+    dolt.sql("CREATE TABLE q (id INT PRIMARY KEY)")
+    out, ckpt = tmp_path / "out.jsonl", tmp_path / "ckpt.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-m", "binlake.cli", "stream", dolt.url, "--tables",
+                             "*.q", "--checkpoint", str(ckpt), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while not ckpt.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        dolt.sql("INSERT INTO q VALUES (1)", "INSERT INTO q VALUES (2)")
+        t0 = time.monotonic()
+        while True:
+            lines = out.read_text().splitlines() if out.exists() else []
+            saved = json.loads(ckpt.read_text())
+            if len(lines) == 2 and saved["extra"].get("out_bytes") == out.stat().st_size:
+                break
+            assert time.monotonic() - t0 < 3, (lines, saved)
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+def test_its_own_heartbeat_period_is_warned_about_once(dolt: Dolt, tmp_path: Path) -> None:
+    """Dolt ignores @master_heartbeat_period (one every 30 s): one reconnect and one warning,
+    then the stream waits longer instead of reconnecting at every idle spell."""
+    dolt.sql("CREATE TABLE h (id INT PRIMARY KEY)")
+    out = tmp_path / "out.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-m", "binlake.cli", "stream", dolt.url, "--tables",
+                             "*.h", "--heartbeat", "1", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(8)  # two spells of 3 s without a heartbeat
+        dolt.sql("INSERT INTO h VALUES (1)")
+        deadline = time.monotonic() + 5
+        while not (out.exists() and out.read_text().count("\n") == 1):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert err.count("sent no heartbeat within 3 s") == 1, err
+    assert err.count("reconnecting") == 1, err

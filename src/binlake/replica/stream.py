@@ -938,8 +938,9 @@ class BinlogStream:
         names = ", ".join(c.name or f"@{c.index + 1}" for c in ints)
         log.warning("%s: the binlog does not say which integer columns are UNSIGNED (%s are read "
                     "as signed: an UNSIGNED value above the signed maximum comes out negative); "
-                    "keep a schema history (--checkpoint from the end) or set "
-                    "binlog_row_metadata=FULL", tm.qualified_name, names)
+                    "keep a schema history (--checkpoint started at the end), or have the "
+                    "server log signedness (binlog_row_metadata=FULL on MySQL and MariaDB)",
+                    tm.qualified_name, names)
 
     def _check_gtid_gap(self, gtid: str) -> None:
         """A GTID that opens a hole after its source's highest executed one means the
