@@ -284,6 +284,15 @@ class MySQLGtidSet:
         ivs = self._map.get((normalize_uuid(uuid), normalize_tag(tag)))
         return ivs[-1][1] - 1 if ivs else None
 
+    def missing_before(self, uuid: str, gno: int, tag: str | None = None) -> tuple[int, int] | None:
+        """The (first, last) GNOs this set lacks between its highest GNO of uuid[:tag] and
+        `gno`: the hole that adding `gno` would open; None when gno follows on, fills an
+        earlier gap, or the source is new to the set."""
+        last = self.last_gno(uuid, tag)
+        if last is None or gno <= last + 1:
+            return None
+        return last + 1, gno - 1
+
     @property
     def is_tagged(self) -> bool:
         return any(tag for _, tag in self._map)

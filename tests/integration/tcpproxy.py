@@ -7,6 +7,8 @@ the link on purpose, the two ways networks break it.
   timeout (heartbeats) can detect. New links work normally.
 - ``corrupt(old, new)``: the first `old` in a chunk the server sends becomes `new` (same
   length), once: bytes damaged on the way, as a checksum exists to catch.
+- ``refuse_dumps()``: a link closes when the client sends a binlog dump request, before
+  forwarding it: a primary that refuses the dump (as Dolt does a non-blocking GTID dump).
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class TcpProxy:
         self._corrupt: tuple[bytes, bytes] | None = None
         self._lock = threading.Lock()
         self._stopped = False
+        self.refusing = False
+        self.refused = 0
         threading.Thread(target=self._accept, name="tcpproxy-accept", daemon=True).start()
 
     @property
@@ -64,6 +68,10 @@ class TcpProxy:
         assert len(old) == len(new) and old != new
         with self._lock:
             self._corrupt = (old, new)
+
+    def refuse_dumps(self) -> None:
+        """From now on, close each link whose client sends COM_BINLOG_DUMP(_GTID)."""
+        self.refusing = True
 
     def freeze(self) -> None:
         """Stop forwarding on every open link without closing it."""
@@ -107,6 +115,11 @@ class TcpProxy:
                 break
             if link.frozen.is_set():
                 link.closed.wait()  # swallow nothing, forward nothing: a silent, open link
+                return
+            if (not from_server and self.refusing and len(data) >= 5 and data[3] == 0
+                    and data[4] in (0x12, 0x1E)):  # a dump command, packet sequence 0
+                self.refused += 1
+                link.close()
                 return
             if from_server and self._corrupt is not None:
                 with self._lock:

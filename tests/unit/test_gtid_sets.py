@@ -343,3 +343,18 @@ def test_prop_maria_union_is_per_domain_max(a: list, b: list) -> None:
         seqs = [g[2] for g in a + b if g[0] == d]
         assert u.get(d).seq_no == max(seqs)
     assert all(u.contains(g) for g in a + b)
+
+
+def test_missing_before_names_the_hole_a_new_gno_would_open() -> None:
+    from binlake.gtid import MySQLGtidSet
+
+    u = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    s = MySQLGtidSet(f"{u}:1-1414")
+    assert s.missing_before(u, 1415) is None  # follows on
+    assert s.missing_before(u, 1416) == (1415, 1415)
+    assert s.missing_before(u, 1500) == (1415, 1499)
+    assert s.missing_before(u, 7) is None  # already held (or fills an earlier gap)
+    assert s.missing_before("11111111-2222-3333-4444-555555555555", 9) is None  # a new source
+    tagged = MySQLGtidSet(f"{u}:1-3:mytag:1-2")
+    assert tagged.missing_before(u, 5, "mytag") == (3, 4)
+    assert tagged.missing_before(u, 4) is None

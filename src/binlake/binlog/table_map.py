@@ -284,9 +284,23 @@ def _apply_optional_metadata(ev: TableMapEvent, buf: memoryview, pos: int, maria
                 targets[idx].collation = coll
         elif kind in (OM_COLUMN_CHARSET, OM_ENUM_AND_SET_COLUMN_CHARSET):
             targets = character if kind == OM_COLUMN_CHARSET else enum_set
-            p = 0
-            for c in targets:
-                c.collation, p = packed_int(field_buf, p)
+            ids, p = [], 0
+            while p < len(field_buf):
+                coll, p = packed_int(field_buf, p)
+                ids.append(coll)
+            if len(ids) == len(cols) != len(targets):
+                # One entry per column (Dolt), not per character column (MySQL): matched by
+                # index; a non-character column's entry (0) says nothing.
+                wanted = {c.index for c in targets}
+                for c, coll in zip(cols, ids):
+                    if c.index in wanted:
+                        c.collation = coll
+            else:
+                if len(ids) < len(targets):
+                    raise DecodeError(f"{ev.qualified_name}: column charset metadata has {len(ids)} "
+                                      f"entries for {len(targets)} columns")
+                for c, coll in zip(targets, ids):
+                    c.collation = coll
         elif kind == OM_COLUMN_NAME:
             p = 0
             for c in cols:

@@ -10,6 +10,7 @@ valid only until the next read (use ``read_packet_copy()`` to keep one).
 """
 from __future__ import annotations
 
+import select
 import socket
 import sys
 from pathlib import Path
@@ -445,6 +446,20 @@ class MySQLConnection:
             raise ConnectionLost(f"{self.where} closed the connection",
                                  hint="the server may have restarted, or killed this connection")
         stream.commit(n)
+
+    def data_waiting(self) -> bool:
+        """Bytes are on their way: received by TLS but not handed out, or readable on the
+        socket now (no wait). False on a closed connection."""
+        sock = self._sock
+        if sock is None:
+            return False
+        pending = getattr(sock, "pending", None)
+        if pending is not None and pending():
+            return True
+        try:
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
 
     def skip_packets(self, pos: int, seq: int) -> None:
         """Whole packets up to `pos` of the receive buffer were read by the caller."""

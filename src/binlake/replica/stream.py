@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from ..binlog.codecs.rows import FAST_TYPES
-from ..binlog.constants import ChecksumAlg, EventType
+from ..binlog.constants import ChecksumAlg, ColumnType, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
@@ -23,9 +24,9 @@ from ..binlog.events import (
 from ..binlog.table_map import TableMapEvent
 from ..changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
-from ..gtid import MariaGtidState, MySQLGtidSet
+from ..gtid import MariaGtidState, MySQLGtidSet, parse_gtid
 from . import dialogue as dlg
-from .connection import ConnectionFailed, ConnectionLost, MySQLConnection
+from .connection import ConnectionFailed, ConnectionLost, MySQLConnection, ReadTimeout
 from .position import BoundaryError, Position, TransactionBoundaries, make_position
 from .url import ServerURL
 from ..xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
@@ -81,6 +82,29 @@ class PositionUnavailable(BinlakeError):
     def __init__(self, message: str, *, code: int | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.code = code
+
+
+class GtidGap(BinlakeError):
+    """The primary sent a GTID that leaves a hole in its source's executed set: the
+    transactions in between were never sent (lost by the primary, or skipped)."""
+
+
+class DumpRefused(BinlakeError):
+    """The primary closed the connection right after the dump request, again and again,
+    before sending a single event: retrying will not help."""
+
+
+_INTEGER_TYPES = frozenset({ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG,
+                            ColumnType.LONGLONG})
+"""The integer types a TABLE_MAP's signedness flag applies to."""
+
+_SLOW_HEARTBEAT_TIMEOUT = 100.0
+"""Idle timeout for a primary that ignores the heartbeat period asked for (Dolt sends one
+every 30 s whatever it is asked): three of its heartbeats and some."""
+
+_MAX_REFUSALS = 4
+"""Connections in a row the primary may close right after the dump request, before any
+event, until the stream gives up (a restart in progress passes within these tries)."""
 
 
 class _Interrupted(BaseException):
@@ -148,6 +172,7 @@ class BinlogStream:
         self._boundary: Position | None = None
         """file:pos of the last transaction boundary (None until the first connection)."""
         self._gtid_set: MySQLGtidSet | None = None
+        self._gappy: set[tuple[str, str | None]] = set()
         self._gtid_state: MariaGtidState | None = None
         self._tx = TransactionBoundaries()
         self._rows_in_tx = 0
@@ -168,6 +193,29 @@ class BinlogStream:
         self._started = False
         self._got_event = False
         self._failures = 0
+        self._dump_sent = False
+        """The dump request went out on the current connection."""
+        self._dump_by_file = False
+        """It asked by file position (COM_BINLOG_DUMP, not by GTIDs)."""
+        self._refusals = 0
+        """Connections in a row that ended after the dump request without an event."""
+        self._end_gtid_set: MySQLGtidSet | None = None
+        self._end_gtid_state: MariaGtidState | None = None
+        """until_end: the primary's executed GTIDs at the end position (a GTID dump skips
+        what the start set holds, so the file position of the end may never be seen)."""
+        self._idle_at_end = False
+        """until_end: a heartbeat said the primary has sent everything up to the end."""
+        self._unsaved = False
+        """A transaction ended since on_idle was last called."""
+        self._unsigned_unknown: set[int] | None = (set() if self.options.table_resolver is None
+                                                   else None)
+        """Table ids whose signedness was looked at (None: a schema history knows it)."""
+        self._signedness_warned: set[str] = set()
+        self._idle_timeout = self.options.heartbeat * 3
+        """Silence after which the link counts as dead (3 heartbeat periods)."""
+        self._last_heartbeat: float | None = None
+        self._heartbeat_on_time = False
+        """Two heartbeats came within 2 periods: the primary keeps the period asked for."""
         self.events_seen = 0
         self.rows_seen = 0
         self.reconnects = 0
@@ -255,8 +303,14 @@ class BinlogStream:
             if self._boundary is None:
                 self._init_start(conn)
             if self.options.until_end and self.end_position is None:
-                f, p, _ = self.current_end(conn)
+                # The end as of now; the dump itself blocks (not BINLOG_DUMP_NON_BLOCK, which
+                # some primaries refuse) and the stream stops once it gets there.
+                f, p, g = self.current_end(conn)
                 self.end_position = (f, p)
+                if g is not None and self.flavor == "mariadb":
+                    self._end_gtid_state = MariaGtidState(g)
+                elif g is not None:
+                    self._end_gtid_set = MySQLGtidSet(g)
             pos = self.position
             if pos.mode == "file":
                 self._check_file_position(conn, pos)
@@ -269,7 +323,8 @@ class BinlogStream:
                 conn.execute(stmt)
             conn.command(dlg.COM_REGISTER_SLAVE, dlg.register_slave_payload(
                 self.options.server_id, self.options.hostname, port=0))
-            non_block = self.options.until_end
+            non_block = False
+            self._dump_by_file = False
             if self.flavor == "mysql" and pos.gtid_set is not None:
                 payload = dlg.binlog_dump_gtid_payload(MySQLGtidSet(pos.gtid_set).encode_for_dump(),
                                                        self.options.server_id, non_block)
@@ -278,11 +333,14 @@ class BinlogStream:
                 conn.send_command(dlg.COM_BINLOG_DUMP,
                                   dlg.binlog_dump_payload("", 4, self.options.server_id, non_block))
             else:
+                self._dump_by_file = True
                 conn.send_command(dlg.COM_BINLOG_DUMP,
                                   dlg.binlog_dump_payload(pos.file or "", pos.pos,
                                                           self.options.server_id, non_block))
+            self._dump_sent = True
             # The primary sends a heartbeat after each idle period: 3 missed ones = dead link.
-            conn.read_timeout = self.options.heartbeat * 3
+            conn.read_timeout = self._idle_timeout
+            self._last_heartbeat = None
         except BaseException:
             conn.close()
             raise
@@ -306,8 +364,9 @@ class BinlogStream:
             f, p, g = self.current_end(conn)
             if conn.flavor == "mariadb":
                 start = Position(f, p, gtid_state=g)
-            else:  # an empty Executed_Gtid_Set means GTIDs are off: position by file
-                start = Position(f, p, gtid_set=g or None)
+            else:  # GTIDs on (even with none executed yet): position by GTIDs, else by file
+                gset = g or ("" if self._gtid_mode_on(conn) else None)
+                start = Position(f, p, gtid_set=gset)
         if start.gtid_set is not None and conn.flavor != "mysql":
             raise ConfigError(f"{self.url} is MariaDB, but the start position is a MySQL GTID set "
                               f"({start.gtid_set})", hint="give a MariaDB GTID position such as 0-1-42")
@@ -318,12 +377,25 @@ class BinlogStream:
         if start.file is None and start.gtid_set is None and start.gtid_state is None:
             raise ConfigError("the start position names neither a binlog file nor GTIDs")
         self._gtid_set = MySQLGtidSet(start.gtid_set) if start.gtid_set is not None else None
+        # Sources whose start set already had holes: a new one there is not checked.
+        self._gappy = ({k for k in self._gtid_set.keys() if len(self._gtid_set.intervals(*k)) > 1}
+                       if self._gtid_set is not None else set())
         self._gtid_state = MariaGtidState(start.gtid_state) if start.gtid_state is not None else None
         if self._gtid_state is not None and self._gtid_state.domains:
             self._check_domains(conn, self._gtid_state)
         self._skip = start.rows_done
         self._resume_gtid = start.tx_gtid if start.rows_done else None
         self._boundary = Position(start.file, start.pos)
+
+    @staticmethod
+    def _gtid_mode_on(conn: MySQLConnection) -> bool:
+        """MySQL's @@gtid_mode is ON: every transaction has a GTID (a primary may serve
+        only GTID dumps), whether or not one was executed yet."""
+        try:
+            mode = conn.query("SELECT @@global.gtid_mode").rows[0][0]
+        except ServerError:
+            return False  # no such variable (MySQL 5.5, a MySQL-like server): by file
+        return str(mode or "").upper() == "ON"
 
     def _check_domains(self, conn: MySQLConnection, state: MariaGtidState) -> None:
         """MariaDB streams a domain it has never seen from its oldest binlog on: every other
@@ -362,6 +434,7 @@ class BinlogStream:
         try:
             while not self._stop_requested:
                 self._got_event = False
+                self._dump_sent = False
                 try:
                     conn, dec = self._open()
                     yield from self._run(conn, dec, batched)
@@ -371,10 +444,14 @@ class BinlogStream:
                     self._drop_connection()
                     if not self._may_retry(exc):
                         raise
+                    self._count_refusal(exc)
+                    if isinstance(exc, ReadTimeout) and self._got_event:
+                        self._slow_heartbeats()
                 except ServerError as exc:
                     self._drop_connection()
                     if exc.code not in _TRANSIENT_SERVER_ERRORS or not self._may_retry(exc):
                         raise
+                    self._count_refusal(exc)
                 if self._got_event:  # that connection worked: a fresh failure, a fresh backoff
                     wait = 0.5
                 log.warning("replication connection lost, reconnecting",
@@ -389,6 +466,36 @@ class BinlogStream:
         except _Interrupted:
             pass
         self._drop_connection()
+
+    def _slow_heartbeats(self) -> None:
+        """A working link went silent for 3 heartbeat periods. If no heartbeat ever came at
+        the period asked for, the primary may keep its own (Dolt: 30 s): wait longer from now
+        on, and say so once, instead of reconnecting at every idle spell."""
+        if self._heartbeat_on_time or self._idle_timeout >= _SLOW_HEARTBEAT_TIMEOUT:
+            return
+        self._idle_timeout = _SLOW_HEARTBEAT_TIMEOUT
+        log.warning("the primary sent no heartbeat within %.0f s although asked for one every "
+                    "%g s (some primaries, such as Dolt, keep their own period); a silent link "
+                    "now counts as dead after %.0f s", self.options.heartbeat * 3,
+                    self.options.heartbeat, _SLOW_HEARTBEAT_TIMEOUT)
+
+    def _count_refusal(self, exc: BinlakeError) -> None:
+        """A connection that ended after the dump request with no event counts as a refusal;
+        after _MAX_REFUSALS in a row the primary is deterministic about it: give up."""
+        if self._got_event or not self._dump_sent:
+            self._refusals = 0 if self._got_event else self._refusals
+            return
+        self._refusals += 1
+        if self._refusals < _MAX_REFUSALS:
+            return
+        how = "file position" if self._dump_by_file else "GTIDs"
+        hint = "its error log says why"
+        if self._dump_by_file:
+            hint += "; a primary that serves only GTID dumps takes --gtid SET"
+        raise DumpRefused(
+            f"the primary {self.url} closed the replication connection right after the binlog "
+            f"dump request (by {how}, from {self._where(self.position)}) {self._refusals} times "
+            f"in a row without sending any event; last: {exc}", hint=hint) from None
 
     def _may_retry(self, exc: BaseException) -> bool:
         if not self.options.reconnect or self._boundary is None or self._stop_requested:
@@ -420,9 +527,20 @@ class BinlogStream:
             self.conn.close()
             self.conn = None
 
+    def _quiet(self, conn: MySQLConnection) -> None:
+        """About to wait for the primary: if a transaction ended since the last call and
+        no more bytes are on their way, tell on_idle now, so a consumer stores (flushes,
+        checkpoints) that transaction at once instead of when the next packet arrives."""
+        if (self._unsaved and not self._tx.in_tx and self.options.on_idle is not None
+                and not conn.data_waiting()):
+            self._unsaved = False
+            self.options.on_idle(self.position)
+
     def _receive_more(self, conn: MySQLConnection) -> None:
         """One blocking receive for the next run, under `_read`'s guard (a stop request from
         a signal handler cuts it short)."""
+        if self._unsaved:
+            self._quiet(conn)
         self._interruptible = True
         try:
             if self._stop_requested:
@@ -432,6 +550,8 @@ class BinlogStream:
             self._interruptible = False
 
     def _read(self, conn: MySQLConnection) -> memoryview:
+        if self._unsaved:
+            self._quiet(conn)
         self._interruptible = True
         try:
             if self._stop_requested:
@@ -453,7 +573,9 @@ class BinlogStream:
         semi = self.options.semi_sync
         end = self.end_position
         stop_at = self.options.stop_at
-        if end is not None and self._reached(end):
+        if end is not None and self._started and self._reached(end):
+            # (a reconnect after the end; a first connection waits for the primary to accept
+            # the start position: one past its last file is its error, not an empty range)
             self._check_stop_at()
             return
         buffered = conn.buffered_packet
@@ -588,8 +710,25 @@ class BinlogStream:
         """Between transactions, at or past the end of the range asked for."""
         if self._tx.in_tx:
             return False
-        return ((end is not None and self._reached(end))
-                or (stop_at is not None and self._reached(stop_at)))
+        if stop_at is not None and self._reached(stop_at):
+            return True
+        if end is None:
+            return False
+        return self._reached(end) or self._idle_at_end or self._gtids_at_end()
+
+    def _gtids_at_end(self) -> bool:
+        """Every GTID the primary had executed at the end has been read (by a stream that
+        tracks GTIDs): a GTID dump skips those in its start set without sending them."""
+        if self._end_gtid_set is not None and self._gtid_set is not None:
+            return self._end_gtid_set.issubset(self._gtid_set)
+        if self._end_gtid_state is not None and self._gtid_state is not None:
+            mine = self._gtid_state
+            for g in self._end_gtid_state:
+                have = mine.get(g.domain_id)
+                if have is None or have.seq_no < g.seq_no:
+                    return False
+            return True
+        return False
 
     def _next_events(self, conn: MySQLConnection, dec: BinlogDecoder,
                      buffered: Callable[[], memoryview | None],
@@ -610,10 +749,16 @@ class BinlogStream:
             except ServerError as exc:
                 if exc.code == dlg.ER_MASTER_FATAL_ERROR_READING_BINLOG:
                     raise self._position_error(exc) from None
+                if exc.code == 1047 and self._dump_by_file and not self._got_event:
+                    raise ConfigError(
+                        f"the primary {self.url} does not stream by file position "
+                        f"({exc.server_message}, error 1047): it supports GTID positioning only",
+                        hint="start with --gtid and a GTID set, e.g. the primary's executed "
+                             "set (Executed_Gtid_Set in SHOW MASTER STATUS)") from None
                 raise
             if sp.kind == "eof":
                 conn.end_raw()
-                if not self.options.until_end:
+                if not self._at_end(self.end_position, self.options.stop_at):
                     # A blocking dump has no end: the primary is going away (shutdown).
                     raise ConnectionLost(f"{self.url} ended the binlog stream at {self.position}",
                                          hint="the primary is shutting down or dropped the replica; reconnecting")
@@ -720,6 +865,8 @@ class BinlogStream:
         t = type(ev)
         if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
+            if self._unsigned_unknown is not None and ev.table_id not in self._unsigned_unknown:
+                self._warn_signedness(ev)
             return
         if t is XidEvent:  # (the common close, without the tests below)
             tracker.observe(ev)
@@ -728,6 +875,8 @@ class BinlogStream:
             return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):  # (its text made once, for both)
             gtid = ev.gtid
+            if gtid and self._gtid_set is not None and type(ev) is GtidEvent:
+                self._check_gtid_gap(gtid)
             tracker.observe_gtid(ev, gtid)
             self._tx.open_gtid(ev, gtid)
             if self._skip and self._resume_gtid and gtid and gtid != self._resume_gtid:
@@ -748,7 +897,19 @@ class BinlogStream:
                 self._boundary = Position(ev.next_file, ev.position)
             return
         if isinstance(ev, HeartbeatEvent):
+            now = time.monotonic()
+            if (self._last_heartbeat is not None
+                    and now - self._last_heartbeat <= 2 * self.options.heartbeat):
+                self._heartbeat_on_time = True
+            self._last_heartbeat = now
+            end = self.end_position
+            if (end is not None and not self._tx.in_tx and ev.log_file
+                    and (ev.log_file, ev.log_pos) >= end):
+                # The primary waits past the end: every event up to it was sent or skipped
+                # (a GTID dump skips those in its start set).
+                self._idle_at_end = True
             if not self._tx.in_tx and self.options.on_idle is not None:
+                self._unsaved = False
                 self.options.on_idle(self.position)
             return
         tracker.observe(ev)
@@ -762,6 +923,48 @@ class BinlogStream:
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
+
+    def _warn_signedness(self, tm: TableMapEvent) -> None:
+        """Without a schema history, integer columns whose TABLE_MAP does not say UNSIGNED
+        (binlog_row_metadata below FULL, or Dolt) are read as signed: say so, once a table."""
+        seen = self._unsigned_unknown
+        assert seen is not None
+        if len(seen) >= 4096:  # (a server that renumbers its tables: keep it bounded)
+            seen.clear()
+        seen.add(tm.table_id)
+        keep = self.options.tables
+        if keep is not None and not keep(tm.schema, tm.table):
+            return
+        ints = [c for c in tm.columns if c.type in _INTEGER_TYPES and c.unsigned is None]
+        if not ints or tm.qualified_name in self._signedness_warned:
+            return
+        self._signedness_warned.add(tm.qualified_name)
+        names = ", ".join(c.name or f"@{c.index + 1}" for c in ints)
+        log.warning("%s: the binlog does not say which integer columns are UNSIGNED (%s are read "
+                    "as signed: an UNSIGNED value above the signed maximum comes out negative); "
+                    "keep a schema history (--checkpoint started at the end), or have the "
+                    "server log signedness (binlog_row_metadata=FULL on MySQL and MariaDB)",
+                    tm.qualified_name, names)
+
+    def _check_gtid_gap(self, gtid: str) -> None:
+        """A GTID that opens a hole after its source's highest executed one means the
+        transactions in between will never come: stop before handing out any of its rows
+        (the checkpoint keeps the set as it was, contiguous)."""
+        uuid, tag, gno = parse_gtid(gtid)
+        if (uuid, tag) in self._gappy:
+            return
+        assert self._gtid_set is not None
+        hole = self._gtid_set.missing_before(uuid, gno, tag)
+        if hole is None:
+            return
+        source = f"{uuid}:{tag}" if tag else uuid
+        missing = f"{source}:{hole[0]}" + (f"-{hole[1]}" if hole[1] > hole[0] else "")
+        raise GtidGap(
+            f"the primary {self.url} skipped transactions: after {self._gtid_set} it sent {gtid}; "
+            f"missing {missing} (at {self._where(self.position)})",
+            hint="the primary's binlog lacks them (lost in a crash or restart, or a replica "
+                 "applying out of order without replica_preserve_commit_order); check them on the "
+                 "primary, then re-snapshot or resume past them with --gtid")
 
     def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
                  batched: bool, runs: bool = False) -> Iterator:
@@ -825,6 +1028,7 @@ class BinlogStream:
         self._rows_in_tx = 0
         self._resume_gtid = None
         self._xa_boundary = self._xa.ranges()
+        self._unsaved = True
         if self.options.on_commit is not None:
             self.options.on_commit(self.position)
 
