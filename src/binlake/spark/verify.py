@@ -1,0 +1,256 @@
+"""The Delta side of `binlake verify`: the same canonical row text and hash as the source's
+SQL (`binlake.verify.canonical`), as Spark expressions over a Delta table.
+
+Per column kind (see canonical.py for the text): integers and decimals cast to string (Spark
+prints decimals with their scale, never in exponent form), floats by exponent and mantissa
+with the same exact arithmetic as the SQL side, DATE/DATETIME (TIMESTAMP_NTZ) formatted with
+6 fraction digits, TIMESTAMP as unix_micros, binary as upper-case hex, geometry as
+'<srid>:<hex WKB>', text as it is. A row's chunk is found with the same boundaries as the
+source's (struct comparison, lexicographic like SQL's row order) or the same hash bucket.
+
+Only the current rows are compared: binlake's `_binlake_*` columns and SCD2's
+`__START_AT`/`__END_AT` are left out, and with SCD2 only the open versions (`__END_AT` NULL)
+count. Each function runs one Spark job for all the chunks it is given.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ..verify.canonical import MANTISSA, Column, VerifyError
+from ..verify.source import Chunk, Plan, SourceTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SCol, DataFrame, SparkSession
+
+START_AT = "__START_AT"
+END_AT = "__END_AT"
+SEQ = "_binlake_seq"
+TRUNCATE = "_binlake_truncate"
+
+
+def _c(name: str) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def value_expr(col: Column, x: "SCol", dtype: Any) -> "SCol":
+    """The canonical text of one Delta column (NULL stays NULL)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    k = col.kind
+    if k in ("int", "decimal"):
+        return x if isinstance(dtype, StringType) else x.cast("string")
+    if k == "float":
+        d = x.cast("double")
+        a = F.abs(d)
+        e0 = F.least(F.greatest(F.floor(F.log2(a)), F.lit(-1074)), F.lit(1023))
+        e = (e0 + (a / F.pow(F.lit(2.0), e0) >= 2).cast("bigint")
+             - (a / F.pow(F.lit(2.0), e0) < 1).cast("bigint"))
+        mant = (a / F.pow(F.lit(2.0), e) * F.lit(float(MANTISSA))).cast("bigint")
+        return F.when(d.isNull(), F.lit(None).cast("string")).when(d == 0, F.lit("0")).otherwise(
+            F.concat(F.when(d < 0, F.lit("-")).otherwise(F.lit("+")), e.cast("string"),
+                     F.lit("p"), mant.cast("string")))
+    if isinstance(dtype, StringType) and k in ("date", "datetime", "timestamp"):
+        raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates='string'): "
+                          "verify compares the 'null' policy only")
+    if k == "date":
+        return F.date_format(x, "yyyy-MM-dd")
+    if k == "datetime":
+        return F.date_format(x, "yyyy-MM-dd HH:mm:ss.SSSSSS")
+    if k == "timestamp":
+        return F.unix_micros(x).cast("string")
+    if k == "binary":
+        return F.hex(x)
+    if k == "geometry":
+        return F.concat(x.getField("srid").cast("string"), F.lit(":"), F.hex(x.getField("wkb")))
+    return x
+
+
+def frame(v: "SCol") -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.concat(F.lit("V"), F.octet_length(v).cast("string"), F.lit(":"), v),
+                      F.lit("N"))
+
+
+def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.concat(*[frame(value_expr(c, _c(names[c.name]), df.schema[names[c.name]].dataType))
+                      for c in cols])
+
+
+def hash64(md5: "SCol") -> "SCol":
+    """The first 64 bits of an MD5 hex, as a signed bigint (compare modulo 2**64)."""
+    from pyspark.sql import functions as F
+
+    return F.conv(F.substring(md5, 1, 16), 16, -10).cast("bigint")
+
+
+def bucket(key_text: "SCol", buckets: int) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return (F.conv(F.substring(F.md5(key_text), 17, 8), 16, 10).cast("bigint")
+            % F.lit(buckets)).cast("int")
+
+
+def _literal(col: Column, text: str, dtype: Any) -> "SCol":
+    from pyspark.sql import functions as F
+
+    if col.kind == "binary":
+        return F.unhex(F.lit(text))
+    if col.kind == "timestamp":
+        return F.lit(text.replace(" ", "T") + "Z").cast("timestamp")
+    return F.lit(text).cast(dtype)
+
+
+def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SCol") -> "SCol":
+    """The chunk index of each row: a binary search over the boundaries, or the hash bucket."""
+    from pyspark.sql import functions as F
+
+    if plan.buckets:
+        return bucket(key_text, plan.buckets)
+    keys = plan.table.key_columns
+    dtypes = [df.schema[names[c.name]].dataType for c in keys]
+    cols = [_c(names[c.name]) for c in keys]
+    key = cols[0] if len(cols) == 1 else F.struct(*[c.alias(f"k{i}") for i, c in enumerate(cols)])
+
+    def bound(b: tuple[str, ...]) -> "SCol":
+        lits = [_literal(c, v, t) for c, v, t in zip(keys, b, dtypes)]
+        return lits[0] if len(lits) == 1 else F.struct(*[v.alias(f"k{i}")
+                                                         for i, v in enumerate(lits)])
+
+    chunks = plan.chunks
+
+    def search(lo: int, hi: int) -> "SCol":  # chunks[lo:hi]; chunk i starts at chunks[i].lo
+        if hi - lo == 1:
+            return F.lit(chunks[lo].index)
+        mid = (lo + hi) // 2
+        assert chunks[mid].lo is not None
+        return F.when(key < bound(chunks[mid].lo), search(lo, mid)).otherwise(search(mid, hi))
+
+    return search(0, len(chunks))
+
+
+class LakeTable:
+    """A synced Delta table read for comparison with its source table."""
+
+    def __init__(self, spark: "SparkSession", path: str, plan: Plan,
+                 tombstones: str | None = None) -> None:
+        from pyspark.sql import functions as F
+
+        self.spark, self.path, self.plan = spark, path, plan
+        t = plan.table
+        try:
+            df = spark.read.format("delta").load(path)
+        except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException text says why
+            if "not a Delta table" in str(exc) or "PATH_NOT_FOUND" in str(exc) \
+                    or "Path does not exist" in str(exc):
+                raise VerifyError(f"{t.name}: no Delta table at {path}",
+                                  hint="run binlake sync for it first") from None
+            raise
+        self.scd2 = END_AT in df.columns
+        ours = [c for c in df.columns if not c.startswith("_binlake_")
+                and c not in (START_AT, END_AT)]
+        lower = {c.lower(): c for c in ours}
+        self.names = {c.name: lower[c.name.lower()] for c in t.columns if c.name.lower() in lower}
+        self.missing = [c.name for c in t.columns if c.name not in self.names]
+        self.extra = sorted(set(ours) - set(self.names.values()))
+        self.all_versions = df
+        self.df = df.where(F.col(END_AT).isNull()) if self.scd2 else df
+        self.tombstones = tombstones
+
+    @property
+    def comparable(self) -> bool:
+        return not self.missing and all(k in self.names for k in self.plan.table.key)
+
+    def _frame(self, df: "DataFrame") -> "DataFrame":
+        from pyspark.sql import functions as F
+
+        t = self.plan.table
+        key_text = text_expr(t.key_columns, df, self.names)
+        return df.select(chunk_expr(self.plan, df, self.names, key_text).alias("_chunk"),
+                         key_text.alias("_key"),
+                         F.md5(text_expr(t.columns, df, self.names)).alias("_md5"))
+
+    def checksums(self) -> dict[int, tuple[int, int]]:
+        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+        from pyspark.sql import functions as F
+
+        rows = (self._frame(self.df).groupBy("_chunk")
+                .agg(F.count(F.lit(1)).alias("n"), F.bit_xor(hash64(F.col("_md5"))).alias("x"))
+                .collect())
+        return {int(r["_chunk"]): (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF) for r in rows}
+
+    def row_hashes(self, chunks: Iterable[int]) -> dict[int, dict[str, str]]:
+        """chunk -> key text -> row MD5, for the given chunks: one job."""
+        from pyspark.sql import functions as F
+
+        wanted = sorted(set(chunks))
+        rows = self._frame(self.df).where(F.col("_chunk").isin(wanted)).collect()
+        out: dict[int, dict[str, str]] = {c: {} for c in wanted}
+        for r in rows:
+            out[int(r["_chunk"])][r["_key"]] = r["_md5"]
+        return out
+
+    def touched_since(self, chunks: Iterable[int], at: tuple[int, int]) -> tuple[set[str], bool]:
+        """Keys (of the given chunks) that the sync changed after binlog position `at`
+        (file index, offset): a row or version whose seq is later, or a later tombstone.
+        The flag says a TRUNCATE came later (every key is then changed)."""
+        from pyspark.sql import functions as F
+
+        fi, pos = at
+
+        def after(seq: "SCol") -> "SCol":
+            return (seq.getField("file_index") > fi) | (
+                (seq.getField("file_index") == fi) & (seq.getField("pos") > pos))
+
+        t = self.plan.table
+        wanted = sorted(set(chunks))
+        if self.scd2:
+            recent = self.all_versions.where(after(F.col(START_AT))
+                                             | (F.col(END_AT).isNotNull() & after(F.col(END_AT))))
+        else:
+            recent = self.df.where(after(F.col(SEQ)))
+        keys = {r["_key"] for r in self._frame(recent).where(F.col("_chunk").isin(wanted))
+                .select("_key").collect()}
+        truncated = False
+        if self.tombstones:
+            try:
+                tomb = self.spark.read.format("delta").load(self.tombstones)
+            except Exception:  # noqa: BLE001 - no tombstone table: nothing was deleted
+                return keys, False
+            tomb = tomb.where(after(F.col(SEQ)))
+            truncated = not tomb.where(F.col(TRUNCATE)).isEmpty()
+            names = {k: self.names[k] for k in t.key}
+            dead = tomb.where(~F.col(TRUNCATE))
+            key_text = text_expr(t.key_columns, dead, names)
+            dead = dead.select(chunk_expr(self.plan, dead, names, key_text).alias("_chunk"),
+                               key_text.alias("_key"))
+            keys |= {r["_key"] for r in dead.where(F.col("_chunk").isin(wanted)).collect()}
+        return keys, truncated
+
+    def row_values(self, keys: set[str]) -> dict[str, dict[str, str | None]]:
+        """key text -> {column: canonical text} of the given keys."""
+        from pyspark.sql import functions as F
+
+        if not keys:
+            return {}
+        t = self.plan.table
+        df = self.df
+        key_text = text_expr(t.key_columns, df, self.names)
+        vals = [value_expr(c, _c(self.names[c.name]), df.schema[self.names[c.name]].dataType)
+                .alias(f"v{i}") for i, c in enumerate(t.columns)]
+        rows = df.select(key_text.alias("_key"), *vals).where(F.col("_key").isin(sorted(keys))) \
+            .collect()
+        return {r["_key"]: {c.name: r[f"v{i}"] for i, c in enumerate(t.columns)} for r in rows}
+
+
+def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
+    t = plan.table
+    root = warehouse.rstrip("/")
+    return LakeTable(spark, f"{root}/{t.schema}/{t.table}", plan,
+                     f"{root}/_binlake/tombstones/{t.schema}/{t.table}")
+
