@@ -1,0 +1,198 @@
+"""`binlake verify`: chunked checksums of the source (SQL) and the Delta table (Spark).
+
+One sync (module fixture) of a table with every column type binlake maps and two tables
+with other key shapes, on the session MariaDB; the tests verify it, then change copies of
+the Delta tables behind binlake's back with delta-rs and check that verify finds the rows.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from binlake.spark.sync import SyncOptions, run_sync
+from binlake.verify import verify
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+DB = "verify_db"
+
+TYPES = (
+    "CREATE TABLE types (id INT PRIMARY KEY, ti TINYINT, tiu TINYINT UNSIGNED, "
+    "si SMALLINT UNSIGNED, mi MEDIUMINT, iu INT UNSIGNED, bi BIGINT, ui BIGINT UNSIGNED, "
+    "f FLOAT, d DOUBLE, dc DECIMAL(30,4), dbig DECIMAL(65,10), b BIT(5), b64 BIT(64), y YEAR, "
+    "bn BINARY(4), vb VARBINARY(10), bl BLOB, e ENUM('a','b'), st SET('x','y','z'), "
+    "ts TIMESTAMP(3) NULL, dt DATETIME(2), dt6 DATETIME(6), t TIME(1), j JSON, g GEOMETRY, "
+    "dz DATE, c CHAR(5), v VARCHAR(20), tx TEXT, l1 VARCHAR(10) CHARACTER SET latin1)")
+ROWS = (
+    "INSERT INTO types VALUES "
+    "(1, -5, 255, 65535, -8388608, 4294967295, -9223372036854775808, 18446744073709551615, "
+    "3.40282e38, 0.1e0 + 0.2e0, '-12.5000', '12345678901234567890123456789012345678901234567890.1234567890', "
+    "b'101', b'1111111111111111111111111111111111111111111111111111111111111111', 0, 'ab', "
+    "x'00ff', x'010203', 'b', 'x,z', '2024-01-02 03:04:05.123', '0000-00-00 00:00:00', "
+    "'2024-01-02 03:04:05.000001', '-838:59:59.9', '{\"a\": 1,  \"b\": [1.50, 2]}', "
+    "ST_GeomFromText('POINT(1 2)', 4326), '2024-02-00', 'ab ', 'tab\\t\"q\" é', 'long ✓', 'café'), "
+    "(2, 127, 0, 0, 0, 0, 0, 0, 16777217, 1e0 / 3e0, 0, 0, b'0', 0, 2155, 'ab\\0\\0', '', '', "
+    "'', '', NULL, '9999-12-31 23:59:59.99', '0001-01-01 00:00:00', '12:00:00', '[]', NULL, "
+    "'0000-00-00', '', '', NULL, ''), "
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.17549435e-38, 4.9e-324, NULL, NULL, NULL, "
+    "NULL, 1901, NULL, NULL, NULL, NULL, NULL, '1970-01-01 00:00:01', '1000-01-01 00:00:00', "
+    "NULL, '00:00:00', '\"s\"', ST_GeomFromText('LINESTRING(0 0,1 1)'), '1000-01-01', NULL, "
+    "NULL, '', NULL), "
+    "(4, 0, 0, 0, 0, 0, 0, 0, -0.0, -1.7976931348623157e308, 0.0001, -0.5, 0, 1, 2000, '', '', "
+    "'', 'a', 'x,y,z', '2038-01-19 03:14:07.999', '2024-02-30 00:00:00', '0000-01-01 00:00:00', "
+    "'-00:00:00.5', 'null', NULL, '0000-01-01', 'x', ' sp ', 'a\\0b', NULL), "
+    "(5, 1, 1, 1, 1, 1, 1, 1, -1.5, 1e300, 1, 1, 1, 1, 1999, 'abcd', 'V', 'B', 'a', 'y', "
+    "'2000-01-01 00:00:00', '2000-01-01 00:00:00.5', '2000-01-01 00:00:00.000005', '01:02:03', "
+    "'{}', ST_GeomFromText('POINT(0 0)'), '2000-02-29', 'N', 'N', 'NULL', 'N')")
+
+
+@pytest.fixture(scope="module")
+def synced(mariadb: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse synced (--once) from the verify_db tables."""
+    mariadb.sql(f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", database=None)
+    mariadb.sql(
+        "SET SESSION sql_mode = ''", TYPES, ROWS,
+        # a composite text key: chunked by key hash (collation order is not Spark's order)
+        "CREATE TABLE tags (name VARCHAR(20), n INT, note VARCHAR(10), PRIMARY KEY (name, n))",
+        "INSERT INTO tags VALUES " + ",".join(f"('Tag{i % 7}', {i}, 'n{i}')" for i in range(40)),
+        # a composite key of range types
+        "CREATE TABLE events (day DATE, at DATETIME(3), seq BIGINT UNSIGNED, amount "
+        "DECIMAL(10,2), PRIMARY KEY (day, at, seq))",
+        "INSERT INTO events VALUES " + ",".join(
+            f"('2024-01-{1 + i % 5:02d}', '2024-01-01 00:00:{i % 60:02d}.{i:03d}', {i}, {i}.25)"
+            for i in range(60)),
+        database=DB)
+    warehouse = tmp_path_factory.mktemp("verify") / "lake"
+    run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.*", warehouse=warehouse, once=True,
+                         master="local[2]"), spark=spark)
+    return warehouse
+
+
+def copy_lake(synced: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "lake"
+    shutil.copytree(synced, out)
+    return out
+
+
+def test_canonical_text_is_the_same_on_both_sides(mariadb: Any, spark: Any,
+                                                   synced: Path) -> None:
+    """Every column of every tricky row has the same canonical text in SQL and in Spark,
+    and the texts are the exact values (not merely equal on both sides)."""
+    from binlake.replica.url import ServerURL
+    from binlake.spark.verify import lake_table, value_expr
+    from binlake.verify.canonical import value_sql
+    from binlake.verify.source import Source
+
+    src = Source(ServerURL.parse(mariadb.url))
+    try:
+        t = src.describe(DB, "types")
+        plan = src.plan(t, 100)
+        exprs = ", ".join(value_sql(c) for c in t.columns)
+        source = {int(r[0]): [v.decode() if isinstance(v, bytes) else v for v in r[1:]]
+                  for r in src.rows(f"SELECT id, {exprs} FROM {DB}.types")}
+    finally:
+        src.close()
+    lake = lake_table(spark, str(synced), plan)
+    df = lake.df
+    got = {r[0]: list(r[1:]) for r in df.select(
+        "id", *[value_expr(c, df[c.name], df.schema[c.name].dataType).alias(c.name)
+                for c in t.columns]).collect()}
+    names = [c.name for c in t.columns]
+    for key in source:
+        diff = [(n, a, b) for n, a, b in zip(names, source[key], got[key]) if a != b]
+        assert not diff, (key, diff)
+    row = {key: dict(zip(names, vals)) for key, vals in source.items()}
+    assert row[1]["d"] == "+-2p5404319552844596"  # 0.30000000000000004 by its bits
+    assert row[4]["f"] == "0" and row[5]["f"] == "-0p6755399441055744"  # -0.0, -1.5
+    assert row[3]["d"] == "+-1074p4503599627370496"  # the smallest subnormal
+    assert row[1]["ui"] == "18446744073709551615" and row[1]["b64"] == "18446744073709551615"
+    assert row[1]["dc"] == "-12.5000" and row[2]["dbig"] == "0.0000000000"
+    assert row[1]["dt"] is None and row[1]["dz"] is None  # zero dates land as NULL
+    assert row[4]["dt6"] == "0000-01-01 00:00:00.000000"
+    assert row[1]["ts"] == "1704164645123000"
+    assert row[2]["bn"] == "61620000" and row[2]["vb"] == ""  # BINARY padding; '' not NULL
+    assert row[3]["vb"] is None
+    assert row[1]["j"] == '{"a": 1,  "b": [1.50, 2]}'  # MariaDB's JSON text as written
+    assert row[1]["g"] == "4326:0101000000000000000000F03F0000000000000040"
+    assert row[5]["tx"] == "NULL" and row[3]["tx"] == "" and row[2]["tx"] is None
+
+
+def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path) -> None:
+    report = verify(mariadb.url, f"{DB}.*", synced, chunk_size=7, spark=spark, wait=0)
+    by = {t.table: t for t in report.tables}
+    assert report.equal, report.to_json()
+    assert set(by) == {f"{DB}.types", f"{DB}.tags", f"{DB}.events"}
+    assert (by[f"{DB}.types"].rows, by[f"{DB}.types"].lake_rows) == (5, 5)
+    assert by[f"{DB}.events"].chunks == 9 and by[f"{DB}.events"].rows == 60
+    assert by[f"{DB}.tags"].chunks == 6 and by[f"{DB}.tags"].lake_rows == 40
+
+
+def test_rows_changed_behind_binlakes_back_are_found(mariadb: Any, spark: Any, synced: Path,
+                                                    tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    lake = copy_lake(synced, tmp_path)
+    types = DeltaTable(str(lake / DB / "types"))
+    types.update(predicate="id = 2", updates={"v": "'tampered'", "d": "0.5"})
+    types.delete("id = 3")
+    tags = DeltaTable(str(lake / DB / "tags"))
+    tags.delete("name = 'Tag3' AND n = 10")
+    events = DeltaTable(str(lake / DB / "events"))
+    schema = events.schema().to_arrow()
+    extra = {f.name: [None] for f in schema}
+    extra.update(day=[__import__("datetime").date(2024, 1, 3)],
+                 at=[__import__("datetime").datetime(2024, 1, 1, 0, 0, 1, 500000)],
+                 seq=[__import__("decimal").Decimal(999)],
+                 amount=[__import__("decimal").Decimal("1.00")])
+    write_deltalake(str(lake / DB / "events"), pa.table(extra, schema=pa.schema(schema)),
+                    mode="append")
+
+    report = verify(mariadb.url, f"{DB}.*", lake, chunk_size=7, spark=spark, wait=0)
+    assert not report.equal
+    by = {t.table: t for t in report.tables}
+    (changed, missing) = sorted(by[f"{DB}.types"].differences, key=lambda d: d.key["id"])
+    assert (changed.key, changed.kind, changed.columns) == ({"id": "2"}, "changed", ["d", "v"])
+    assert changed.source == {"d": "+-2p6004799503160661", "v": ""}
+    assert changed.lake == {"d": "+-1p4503599627370496", "v": "tampered"}
+    assert (missing.key, missing.kind) == ({"id": "3"}, "missing")
+    (gone,) = by[f"{DB}.tags"].differences
+    assert (gone.key, gone.kind) == ({"name": "Tag3", "n": "10"}, "missing")
+    (added,) = by[f"{DB}.events"].differences
+    assert added.kind == "extra"
+    assert added.key == {"day": "2024-01-03", "at": "2024-01-01 00:00:01.500000", "seq": "999"}
+    assert by[f"{DB}.events"].differing_chunks == 1
+
+
+def test_cli_exit_status_and_json(mariadb: Any, spark: Any, synced: Path,
+                                  tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from deltalake import DeltaTable
+
+    from binlake.cli import main
+
+    args = ["verify", mariadb.url, "--tables", f"{DB}.tags", "--wait", "0", "--chunk-size", "10"]
+    ok = CliRunner().invoke(main, [*args, "--warehouse", str(synced)])
+    assert ok.exit_code == 0, ok.output
+    assert "verify_db.tags: equal  40 rows (Delta 40), 4 chunks, 0 differing" in ok.output
+    lake = copy_lake(synced, tmp_path)
+    DeltaTable(str(lake / DB / "tags")).update(predicate="n = 5", updates={"note": "NULL"})
+    bad = CliRunner().invoke(main, [*args, "--warehouse", str(lake), "--json"])
+    assert bad.exit_code == 1, bad.output
+    out = json.loads(bad.output)
+    assert out["equal"] is False
+    (t,) = out["tables"]
+    assert t["differences"] == [{"key": {"name": "Tag5", "n": "5"}, "kind": "changed",
+                                 "columns": ["note"], "source": {"note": "n5"},
+                                 "lake": {"note": None}}]
+    missing = CliRunner().invoke(main, ["verify", mariadb.url, "--tables", f"{DB}.nope",
+                                        "--warehouse", str(lake)])
+    assert missing.exit_code == 2
+    assert missing.output.strip().splitlines()[-1] == f"Error: no table matches '{DB}.nope' on " \
+        f"mysql://{mariadb.url.split('://')[1].split(':')[0]}@127.0.0.1:{mariadb.port}"
