@@ -1,7 +1,8 @@
 """`binlake verify`: chunked checksums of the source (SQL) and the Delta table (Spark).
 
-One sync (module fixture) of a table with every column type binlake maps and two tables
-with other key shapes, on the session MariaDB; the tests verify it, then change copies of
+One apply of the binlog (module fixture: the sync's apply step on the stream's CDC rows) of a
+table with every column type binlake maps and tables with other key shapes, on the session
+MariaDB; the tests verify it, then change copies of
 the Delta tables behind binlake's back with delta-rs and check that verify finds the rows.
 """
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from binlake.spark.sync import SyncOptions, run_sync
 from binlake.verify import verify
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -54,28 +54,61 @@ ROWS = (
     "'{}', ST_GeomFromText('POINT(0 0)'), '2000-02-29', 'N', 'N', 'NULL', 'N')")
 
 
+def apply_binlog(spark: Any, mariadb: Any, start: tuple[str, int], warehouse: Path,
+                 batch_id: int) -> None:
+    """Apply the binlog of verify_db from `start` to the end into `warehouse` with the
+    sync's apply step (one batch): what a sync's stream does, without its streaming query
+    (whose start-up would cost most of this file's time)."""
+    import pyarrow as pa
+
+    from binlake.replica.position import Position
+    from binlake.replica.stream import BinlogStream, StreamOptions
+    from binlake.replica.url import ServerURL
+    from binlake.spark.apply import ApplyConfig, apply_batch
+    from binlake.spark.arrow import iter_cdc_batches
+    from binlake.spark.typing import read_table_spec
+
+    stream = BinlogStream(ServerURL.parse(mariadb.url), StreamOptions(
+        start=Position(*start), until_end=True, server_id=6449300 + batch_id,
+        tables=lambda s, t: s == DB))
+    try:
+        changes = pa.Table.from_batches(list(iter_cdc_batches(stream.changes())))
+    finally:
+        stream.close()
+    conn = mariadb.connect(database=DB)
+    try:
+        specs = {(DB, t): read_table_spec(conn, DB, t)
+                 for t in ("types", "tags", "events", "moving")}
+    finally:
+        conn.close()
+    apply_batch(spark, spark.createDataFrame(changes), batch_id,
+                ApplyConfig(target=str(warehouse), app_id="verify-test"), specs)
+
+
 @pytest.fixture(scope="module")
 def synced(mariadb: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse synced (--once) from the verify_db tables."""
+    """A warehouse with the verify_db tables, applied from the binlog by the sync's apply."""
     mariadb.sql(f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", database=None)
     mariadb.sql(
-        "SET SESSION sql_mode = ''", TYPES, ROWS,
+        TYPES,
         # a composite text key: chunked by key hash (collation order is not Spark's order)
         "CREATE TABLE tags (name VARCHAR(20), n INT, note VARCHAR(10), PRIMARY KEY (name, n))",
-        "INSERT INTO tags VALUES " + ",".join(f"('Tag{i % 7}', {i}, 'n{i}')" for i in range(40)),
         # a composite key of range types
         "CREATE TABLE events (day DATE, at DATETIME(3), seq BIGINT UNSIGNED, amount "
         "DECIMAL(10,2), PRIMARY KEY (day, at, seq))",
+        # changed by the online test only
+        "CREATE TABLE moving (id INT PRIMARY KEY, v INT)", database=DB)
+    start = mariadb.binlog_end()
+    mariadb.sql(
+        "SET SESSION sql_mode = ''", ROWS,
+        "INSERT INTO tags VALUES " + ",".join(f"('Tag{i % 7}', {i}, 'n{i}')" for i in range(40)),
         "INSERT INTO events VALUES " + ",".join(
             f"('2024-01-{1 + i % 5:02d}', '2024-01-01 00:00:{i % 60:02d}.{i:03d}', {i}, {i}.25)"
             for i in range(60)),
-        # changed by the online test only
-        "CREATE TABLE moving (id INT PRIMARY KEY, v INT)",
         "INSERT INTO moving VALUES " + ",".join(f"({i}, {i})" for i in range(20)),
         database=DB)
     warehouse = tmp_path_factory.mktemp("verify") / "lake"
-    run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.*", warehouse=warehouse, once=True,
-                         master="local[2]"), spark=spark)
+    apply_binlog(spark, mariadb, start, warehouse, 0)
     return warehouse
 
 
@@ -230,7 +263,7 @@ def test_rows_the_sync_changed_after_a_read_are_not_compared(mariadb: Any, spark
     (newer seq, tombstones) differ from the read but are left out, the others compare."""
     from binlake.replica.url import ServerURL
     from binlake.spark.verify import lake_table
-    from binlake.verify.progress import applied, position_key
+    from binlake.verify.progress import position_key
     from binlake.verify.source import Source
 
     lake = copy_lake(synced, tmp_path)
@@ -243,11 +276,8 @@ def test_rows_the_sync_changed_after_a_read_are_not_compared(mariadb: Any, spark
             before[chunk.index] = hashes
         mariadb.sql("UPDATE moving SET v = -1 WHERE id = 3", "DELETE FROM moving WHERE id = 12",
                     "INSERT INTO moving VALUES (7000, 1)", database=DB)
-        run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.*", warehouse=lake, once=True,
-                             master="local[2]"), spark=spark)
+        apply_binlog(spark, mariadb, at, lake, 1)  # the sync applies past the read
         p = position_key(*at)
-        done, _ = applied(lake)
-        assert done is not None and done > p  # the sync applied past the read
         table = lake_table(spark, str(lake), plan)
         now = table.row_hashes(before)
         differ = {k for i in before for k in before[i].keys() | now[i].keys()
@@ -261,3 +291,29 @@ def test_rows_the_sync_changed_after_a_read_are_not_compared(mariadb: Any, spark
         src.close()
         mariadb.sql("UPDATE moving SET v = 3 WHERE id = 3", "INSERT INTO moving VALUES (12, 12)",
                     "DELETE FROM moving WHERE id = 7000", database=DB)
+
+
+def test_repair_applies_the_source_rows_again(mariadb: Any, spark: Any, synced: Path,
+                                              tmp_path: Path) -> None:
+    """--repair: a changed row, a deleted row and a row only in Delta are put back through
+    the apply step (an upsert, an upsert, a delete with its tombstone); verify is then equal."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    lake = copy_lake(synced, tmp_path)
+    path = str(lake / DB / "moving")
+    table = DeltaTable(path)
+    table.update(predicate="id = 4", updates={"v": "400"})
+    table.delete("id = 5")
+    schema = pa.schema(table.schema().to_arrow())
+    row = {f.name: [None] for f in schema}
+    row.update(id=[555], v=[5])
+    write_deltalake(path, pa.table(row, schema=schema), mode="append")
+    report = verify(mariadb.url, f"{DB}.moving", lake, chunk_size=8, spark=spark, wait=0,
+                    rounds=1, repair=True)
+    (t,) = report.tables
+    assert report.equal and t.repaired == 3, report.to_json()
+    rows = {r["id"]: r["v"] for r in spark.read.format("delta").load(path).collect()}
+    assert rows == {i: i for i in range(20)}
+    tomb = spark.read.format("delta").load(str(lake / "_binlake" / "tombstones" / DB / "moving"))
+    assert [r["id"] for r in tomb.collect()] == [555]

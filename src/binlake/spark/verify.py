@@ -254,3 +254,115 @@ def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
     return LakeTable(spark, f"{root}/{t.schema}/{t.table}", plan,
                      f"{root}/_binlake/tombstones/{t.schema}/{t.table}")
 
+
+
+# -- repair ----------------------------------------------------------------------------------
+
+REPAIR_APP_ID = "binlake-verify-repair"
+REPAIR_INNER = 2**31 - 1
+"""The seq `inner` of repair rows: after every snapshot row read at the same position."""
+
+
+def _key_json(col: Column, text: str) -> str:
+    """A key column's canonical text as the binlog path's JSON image value."""
+    import base64
+    import datetime as dt
+    import json
+
+    if col.kind == "binary":
+        return json.dumps(base64.b64encode(bytes.fromhex(text)).decode("ascii"))
+    if col.kind == "timestamp":
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(text))
+        return json.dumps(when.isoformat(timespec="microseconds") + "Z")
+    if col.kind == "datetime":
+        return json.dumps(text.replace(" ", "T", 1))
+    return json.dumps(text, ensure_ascii=False)
+
+
+def repair(spark: "SparkSession", src: Any, warehouse: str, plan: Plan, lake: LakeTable,
+           keys: dict[str, dict[str, str | None]]) -> int:
+    """Re-read the rows of `keys` (key text -> key column texts) from the source in one
+    consistent snapshot at P and apply them through the sync's apply step as one batch:
+    upserts of the rows the source has, deletes of the others, all at seq P (after every
+    change the sync applied up to P, before every later one), so the seq guard, tombstones
+    and SCD2 history treat them like any change. Exactly once: the batch commits with
+    binlake's repair txnAppId. Rows of these keys without a seq (written behind binlake's
+    back, not by it) are deleted first. Returns the rows applied."""
+    import time
+
+    import pyarrow as pa
+
+    from ..verify.progress import file_index
+    from .apply import ApplyConfig, TableOptions, apply_batch
+    from .arrow import CDC_SCHEMA, SEQ_TYPE
+    from .snapshot import RowFormatter, describe_table
+    from .typing import read_table_spec
+
+    if not keys:
+        return 0
+    t = plan.table
+    with src.conn.cursor() as cur:
+        snap = describe_table(cur, t.schema, t.table)
+    fmt = RowFormatter(snap)
+    marks = ", ".join(["%s"] * len(keys))
+    rows, at = src.read(f"SELECT {t.key_text}, {fmt.select_list} FROM {t.from_sql} "
+                        f"WHERE {t.key_text} IN ({marks})", sorted(keys))
+    present: dict[str, str] = {}
+    for r in rows:
+        k = r[0].decode("utf-8", "surrogateescape") if isinstance(r[0], bytes) else str(r[0])
+        present[k] = fmt.image(r[1:])[1]
+    ops, before, after = [], [], []
+    for k in sorted(keys):
+        if k in present:
+            ops.append("insert")
+            before.append(None)
+            after.append(present[k])
+        else:
+            vals = keys[k]
+            ops.append("delete")
+            before.append("{" + ",".join(
+                f"{_key_json_name(c.name)}:{_key_json(c, vals[c.name] or '')}"
+                for c in t.key_columns) + "}")
+            after.append(None)
+    n = len(ops)
+    file, pos = at
+    i32, i64, s = pa.int32(), pa.int64(), pa.string()
+    row = pa.array(range(n), i32)
+    seq = pa.StructArray.from_arrays([pa.array([file_index(file)] * n, i32),
+                                      pa.array([pos] * n, i64),
+                                      pa.array([REPAIR_INNER] * n, i32), row],
+                                     fields=list(SEQ_TYPE))
+    now = int(time.time() * 1_000_000)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(ops, s), pa.array([t.schema] * n, s), pa.array([t.table] * n, s),
+         pa.array([file] * n, s), pa.array([pos] * n, i64), pa.array([pos] * n, i64), row,
+         pa.array([REPAIR_INNER] * n, i32), pa.nulls(n, s),
+         pa.array([now] * n, pa.timestamp("us", tz="UTC")), seq, pa.array(before, s),
+         pa.array(after, s), pa.nulls(n, s), pa.nulls(n, s)], schema=CDC_SCHEMA)
+    _drop_foreign(spark, lake, set(keys))
+    spec = read_table_spec(src.conn, t.schema, t.table)
+    options = TableOptions(scd_type=2 if lake.scd2 else 1)
+    config = ApplyConfig(target=warehouse, app_id=REPAIR_APP_ID, tables={t.name: options})
+    # A new batch id every run (Delta skips a txnVersion it has seen for the app id).
+    apply_batch(spark, spark.createDataFrame(pa.Table.from_batches([batch])),
+                int(time.time() * 1000), config, {(t.schema, t.table): spec})
+    return n
+
+
+def _drop_foreign(spark: "SparkSession", lake: LakeTable, keys: set[str]) -> None:
+    """Delete rows of these keys that carry no seq: binlake did not write them (the apply
+    step's seq guard cannot order a change after them), so they have no place in the table."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    seq = F.col(START_AT) if lake.scd2 else F.col(SEQ)
+    t = lake.plan.table
+    cond = seq.isNull() & text_expr(t.key_columns, lake.all_versions, lake.names).isin(
+        sorted(keys))
+    DeltaTable.forPath(spark, lake.path).delete(cond)
+
+
+def _key_json_name(name: str) -> str:
+    import json
+
+    return json.dumps(name, ensure_ascii=False)

@@ -134,6 +134,11 @@ def frame_sql(value: str) -> str:
     return f"IFNULL(CONCAT('V', LENGTH({b}), ':', {b}), 'N')"
 
 
+def frame_text(value: str | None) -> str:
+    """`frame_sql` in Python: a value's frame from its canonical text."""
+    return "N" if value is None else f"V{len(value.encode('utf-8', 'surrogateescape'))}:{value}"
+
+
 def text_sql(cols: list[Column] | tuple[Column, ...]) -> str:
     """The canonical text of several columns (a row, or a key)."""
     return "CONCAT(" + ", ".join(frame_sql(value_sql(c)) for c in cols) + ")"

@@ -30,9 +30,12 @@ from .run import DEFAULT_CHUNK_SIZE
               help="Differing rows listed per table (the rest are counted).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--repair", is_flag=True,
+              help="Re-read differing rows from the source, apply them through the sync's "
+                   "apply step (exactly once, tombstones and SCD2 history kept), verify again.")
 def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float | None,
            timeout: float, rounds: int, wait: float, max_rows: int, master: str,
-           as_json: bool) -> None:
+           as_json: bool, repair: bool) -> None:
     """Prove that the synced Delta tables equal the source tables, chunk by chunk.
 
     Exit status 0 when every table is equal, 1 when some row differs, 2 on an error.
@@ -41,6 +44,7 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
     Examples:
       binlake verify mysql://repl:pw@db1 --tables 'shop.*' --warehouse /data/lake
       binlake verify mysql://repl@db1 --tables shop.orders --warehouse lake --json
+      binlake verify mysql://repl@db1 --tables 'shop.*' --warehouse lake --repair
     """
     import logging
 
@@ -51,7 +55,7 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
     try:
         report = run(url, tables, warehouse, chunk_size=chunk_size, master=master,
                      rounds=rounds, wait=wait, max_rows=max_rows, rate=rate, timeout=timeout,
-                     progress=bar.update if bar else None)
+                     repair=repair, progress=bar.update if bar else None)
     except BinlakeError as exc:
         raise _Fail(str(exc)) from None
     finally:
@@ -68,6 +72,8 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
                           if t.changed_while_verifying else ""))
             if t.problem:
                 click.echo(f"  {t.problem}")
+            if t.repaired:
+                click.echo(f"  repaired {t.repaired} rows")
             if t.note:
                 click.echo(f"  note: {t.note}")
             for d in t.differences:

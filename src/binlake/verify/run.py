@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import BinlakeError
 from ..replica.url import ServerURL
-from .canonical import VerifyError
+from .canonical import VerifyError, frame_text
 from .progress import position_key, wait_applied
 from .report import RowDifference, TableReport, VerifyReport
 from .source import Chunk, Plan, Source
@@ -125,6 +125,8 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
     rep.differing_chunks = len(differing)
     if differing:
         diffs, changed = narrow(src, lake, plan, differing, opts, warehouse)
+        if opts.repair and diffs:
+            return _repair(src, spark, warehouse, plan, lake, diffs, opts, progress, t0)
         rep.changed_while_verifying = changed
         rep.differences = diffs[:opts.max_rows]
         rep.more_differences = max(0, len(diffs) - opts.max_rows)
@@ -134,6 +136,24 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
                 "stopped): some differences may be changes it has not applied yet")
     rep.seconds = time.monotonic() - t0
     return rep
+
+
+def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
+            diffs: list[RowDifference], opts: VerifyOptions,
+            progress: Callable[[str, int, int], None] | None, t0: float) -> TableReport:
+    """Apply the differing rows again from the source, then verify the table again."""
+    from dataclasses import replace
+
+    from ..spark.verify import repair
+
+    keys = {"".join(frame_text(d.key[k]) for k in plan.table.key): d.key for d in diffs}
+    n = repair(spark, src, warehouse, plan, lake, keys)
+    again = verify_table(src, spark, warehouse, plan, replace(opts, repair=False), progress)
+    again.repaired = n
+    again.note = ((again.note + "; ") if again.note else "") + \
+        f"repaired {n} rows from the source, then verified again"
+    again.seconds = time.monotonic() - t0
+    return again
 
 
 def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: VerifyOptions,
