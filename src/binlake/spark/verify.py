@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..verify.canonical import MANTISSA, Column, VerifyError
-from ..verify.source import Chunk, Plan, SourceTable
+from ..verify.source import Plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SCol, DataFrame, SparkSession
@@ -128,8 +128,10 @@ def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SC
         if hi - lo == 1:
             return F.lit(chunks[lo].index)
         mid = (lo + hi) // 2
-        assert chunks[mid].lo is not None
-        return F.when(key < bound(chunks[mid].lo), search(lo, mid)).otherwise(search(mid, hi))
+        start = chunks[mid].lo
+        if start is None:  # only the first chunk is unbounded below
+            raise VerifyError(f"{plan.table.name}: chunk {mid} has no lower bound")
+        return F.when(key < bound(start), search(lo, mid)).otherwise(search(mid, hi))
 
     return search(0, len(chunks))
 
@@ -311,7 +313,9 @@ def repair(spark: "SparkSession", src: Any, warehouse: str, plan: Plan, lake: La
     for r in rows:
         k = r[0].decode("utf-8", "surrogateescape") if isinstance(r[0], bytes) else str(r[0])
         present[k] = fmt.image(r[1:])[1]
-    ops, before, after = [], [], []
+    ops: list[str] = []
+    before: list[str | None] = []
+    after: list[str | None] = []
     for k in sorted(keys):
         if k in present:
             ops.append("insert")
@@ -341,6 +345,8 @@ def repair(spark: "SparkSession", src: Any, warehouse: str, plan: Plan, lake: La
          pa.array(after, s), pa.nulls(n, s), pa.nulls(n, s)], schema=CDC_SCHEMA)
     _drop_foreign(spark, lake, set(keys))
     spec = read_table_spec(src.conn, t.schema, t.table)
+    if spec is None:
+        raise VerifyError(f"{t.name} is gone from the source: nothing to repair from")
     options = TableOptions(scd_type=2 if lake.scd2 else 1)
     config = ApplyConfig(target=warehouse, app_id=REPAIR_APP_ID, tables={t.name: options})
     # A new batch id every run (Delta skips a txnVersion it has seen for the app id).

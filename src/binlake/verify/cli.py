@@ -58,6 +58,13 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
                      repair=repair, progress=bar.update if bar else None)
     except BinlakeError as exc:
         raise _Fail(str(exc)) from None
+    except Exception as exc:  # a Spark failure: its binlake error as one line, if it has one
+        from ..spark.cli import spark_error_line
+
+        line = spark_error_line(exc)
+        if line is None:
+            raise
+        raise _Fail(line) from None
     finally:
         if bar:
             bar.close()

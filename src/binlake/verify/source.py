@@ -133,6 +133,15 @@ class Source:
         self.conn.close()
 
     def rows(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        """Run one statement; a server error becomes a VerifyError naming the server."""
+        import pymysql
+
+        try:
+            return self._execute(sql, args)
+        except pymysql.err.MySQLError as exc:
+            raise VerifyError(f"{self.url}: {exc.args[-1]}") from None
+
+    def _execute(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cur:
             cur.execute(sql, tuple(args) if args is not None else ())  # '%%' is always '%'
             return [tuple(r) for r in cur.fetchall()]
@@ -155,7 +164,7 @@ class Source:
         for attempt in range(self.retries + 1):
             at = self._begin()
             try:
-                rows = self.rows(self._limited(sql), args)
+                rows = self._execute(self._limited(sql), args)
                 self.rows("COMMIT")
             except pymysql.err.MySQLError as exc:
                 self.rows("ROLLBACK")
@@ -167,7 +176,7 @@ class Source:
                     raise VerifyError(f"a verify read timed out {self.retries + 1} times "
                                       f"({self.timeout:g} s each)",
                                       hint="use a smaller --chunk-size or a longer --timeout") from None
-                raise
+                raise VerifyError(f"{self.url}: {exc.args[-1]}") from None
             return rows, at
         raise AssertionError("unreachable")
 
@@ -195,8 +204,8 @@ class Source:
             self.rows("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             for stmt in ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"):
                 try:
-                    r = self.rows(stmt)
-                except Exception:  # noqa: BLE001 - the other spelling is the other version's
+                    r = self._execute(stmt)
+                except Exception:  # noqa: BLE001, S112 - the other spelling is the other version's
                     continue
                 if r:
                     return (str(r[0][0]), int(r[0][1]))
