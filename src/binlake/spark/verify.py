@@ -225,13 +225,16 @@ class LakeTable:
             except Exception:  # noqa: BLE001 - no tombstone table: nothing was deleted
                 return keys, False
             tomb = tomb.where(after(F.col(SEQ)))
-            truncated = not tomb.where(F.col(TRUNCATE)).isEmpty()
             names = {k: self.names[k] for k in t.key}
-            dead = tomb.where(~F.col(TRUNCATE))
-            key_text = text_expr(t.key_columns, dead, names)
-            dead = dead.select(chunk_expr(self.plan, dead, names, key_text).alias("_chunk"),
+            key_text = text_expr(t.key_columns, tomb, names)
+            dead = tomb.select(F.col(TRUNCATE).alias("_trunc"),
+                               chunk_expr(self.plan, tomb, names, key_text).alias("_chunk"),
                                key_text.alias("_key"))
-            keys |= {r["_key"] for r in dead.where(F.col("_chunk").isin(wanted)).collect()}
+            for r in dead.where(F.col("_trunc") | F.col("_chunk").isin(wanted)).collect():
+                if r["_trunc"]:
+                    truncated = True
+                else:
+                    keys.add(r["_key"])
         return keys, truncated
 
     def row_values(self, keys: set[str]) -> dict[str, dict[str, str | None]]:
