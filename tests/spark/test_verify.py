@@ -317,3 +317,81 @@ def test_repair_applies_the_source_rows_again(mariadb: Any, spark: Any, synced: 
     assert rows == {i: i for i in range(20)}
     tomb = spark.read.format("delta").load(str(lake / "_binlake" / "tombstones" / DB / "moving"))
     assert [r["id"] for r in tomb.collect()] == [555]
+
+
+@pytest.mark.slow
+def test_no_false_difference_while_the_sync_runs(mariadb: Any, spark: Any,
+                                                 tmp_path: Path) -> None:
+    """Verify during a running sync with concurrent writes (updates, inserts, deletes, key
+    moves): the rows changed after their chunk's read are left out, nothing is reported;
+    once the writes stop, every row compares."""
+    import random
+    import threading
+    import time
+
+    from binlake.spark.sync import SyncOptions, run_sync
+    from binlake.verify.progress import applied
+
+    db = "verify_live"
+    mariadb.sql(f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", database=None)
+    mariadb.sql("CREATE TABLE live (id INT PRIMARY KEY, v INT, s VARCHAR(20))",
+                "INSERT INTO live VALUES " + ",".join(f"({i}, {i}, 's{i}')" for i in range(200)),
+                database=db)
+    warehouse = tmp_path / "lake"
+    opts = SyncOptions(url=mariadb.url, tables=f"{db}.*", warehouse=warehouse,
+                       trigger_seconds=0.5, master="local[2]")
+    failure: list[BaseException] = []
+
+    def sync() -> None:
+        try:
+            run_sync(opts, spark=spark)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            failure.append(exc)
+
+    syncing = threading.Thread(target=sync, daemon=True)
+    syncing.start()
+    stop = threading.Event()
+
+    def write() -> None:
+        rng = random.Random(41)
+        conn = mariadb.connect(database=db)
+        with conn.cursor() as cur:
+            n = 1000
+            while not stop.is_set():
+                k = rng.randrange(0, 300)
+                op = rng.random()
+                if op < 0.5:
+                    cur.execute(f"UPDATE live SET v = v + 1, s = 'u{n}' WHERE id = {k}")
+                elif op < 0.7:
+                    cur.execute(f"INSERT IGNORE INTO live VALUES ({k}, {n}, 'i{n}')")
+                elif op < 0.85:
+                    cur.execute(f"DELETE FROM live WHERE id = {k}")
+                else:
+                    cur.execute(f"UPDATE IGNORE live SET id = {300 + n} WHERE id = {k}")
+                n += 1
+                time.sleep(0.01)
+        conn.close()
+
+    try:
+        deadline = time.monotonic() + 120
+        while applied(warehouse)[0] is None:  # the stream's first batch is committed
+            assert not failure and time.monotonic() < deadline, failure
+            time.sleep(0.5)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        reports = [verify(mariadb.url, f"{db}.live", warehouse, chunk_size=40, spark=spark,
+                          wait=30)]
+        stop.set()
+        writer.join()
+        for report in reports:
+            assert report.equal, report.to_json()
+        assert sum(r.tables[0].differing_chunks for r in reports) > 0  # the writes were seen
+        final = verify(mariadb.url, f"{db}.live", warehouse, chunk_size=40, spark=spark,
+                       wait=30)
+        assert final.equal and final.tables[0].changed_while_verifying == 0, final.to_json()
+        assert not failure, failure
+    finally:
+        stop.set()
+        for q in spark.streams.active:
+            q.stop()
+        syncing.join(timeout=60)
