@@ -50,16 +50,29 @@ def applied(warehouse: str | Path) -> tuple[tuple[int, int] | None, float | None
     return at, moved
 
 
+def batch_running(warehouse: str | Path) -> bool:
+    """Whether a micro-batch is planned but not committed (its offsets, no commit yet)."""
+    ckpt = checkpoint_dir(warehouse)
+    try:
+        offsets = [int(p.name) for p in (ckpt / "offsets").iterdir() if p.name.isdigit()]
+        commits = [int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit()]
+    except FileNotFoundError:
+        return False
+    return max(offsets, default=-1) > max(commits, default=-1)
+
+
 def wait_applied(warehouse: str | Path, target: tuple[int, int], timeout: float,
                  idle: float = 20.0) -> tuple[int, int] | None:
     """Wait until the sync has applied past `target`; give up after `timeout` seconds, or at
-    once when the sync looks stopped (its checkpoint has not moved for `idle` seconds).
+    once when the sync looks stopped (no batch running and its checkpoint has not moved for
+    `idle` seconds).
     Returns the applied position last seen."""
     deadline = time.monotonic() + timeout
     while True:
         at, moved = applied(warehouse)
         if at is None or at >= target:
             return at
-        if moved is None or time.time() - moved > idle or time.monotonic() >= deadline:
+        stopped = moved is None or (time.time() - moved > idle and not batch_running(warehouse))
+        if stopped or time.monotonic() >= deadline:
             return at
         time.sleep(0.5)
