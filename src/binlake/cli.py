@@ -199,6 +199,7 @@ _LAZY_COMMANDS = {
     "sync": "binlake.spark.cli:sync",
     "serve": "binlake.serve.cli:serve",
     "bench": "binlake.bench.cli:bench",
+    "verify": "binlake.verify.cli:verify",
 }
 """Commands that live with their subsystem, imported only when used (a `decode` or
 `stream` run should not pay for importing the benchmark harness or the Spark glue)."""

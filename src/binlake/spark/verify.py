@@ -1,0 +1,377 @@
+"""The Delta side of `binlake verify`: the same canonical row text and hash as the source's
+SQL (`binlake.verify.canonical`), as Spark expressions over a Delta table.
+
+Per column kind (see canonical.py for the text): integers and decimals cast to string (Spark
+prints decimals with their scale, never in exponent form), floats by exponent and mantissa
+with the same exact arithmetic as the SQL side, DATE/DATETIME (TIMESTAMP_NTZ) formatted with
+6 fraction digits, TIMESTAMP as unix_micros, binary as upper-case hex, geometry as
+'<srid>:<hex WKB>', text as it is. A row's chunk is found with the same boundaries as the
+source's (struct comparison, lexicographic like SQL's row order) or the same hash bucket.
+
+Only the current rows are compared: binlake's `_binlake_*` columns and SCD2's
+`__START_AT`/`__END_AT` are left out, and with SCD2 only the open versions (`__END_AT` NULL)
+count. Each function runs one Spark job for all the chunks it is given.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ..verify.canonical import MANTISSA, Column, VerifyError
+from ..verify.source import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column as SCol, DataFrame, SparkSession
+
+START_AT = "__START_AT"
+END_AT = "__END_AT"
+SEQ = "_binlake_seq"
+TRUNCATE = "_binlake_truncate"
+
+
+def _c(name: str) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def value_expr(col: Column, x: "SCol", dtype: Any) -> "SCol":
+    """The canonical text of one Delta column (NULL stays NULL)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    k = col.kind
+    if k in ("int", "decimal"):
+        return x if isinstance(dtype, StringType) else x.cast("string")
+    if k == "float":
+        d = x.cast("double")
+        a = F.abs(d)
+        e0 = F.least(F.greatest(F.floor(F.log2(a)), F.lit(-1074)), F.lit(1023))
+        e = (e0 + (a / F.pow(F.lit(2.0), e0) >= 2).cast("bigint")
+             - (a / F.pow(F.lit(2.0), e0) < 1).cast("bigint"))
+        mant = (a / F.pow(F.lit(2.0), e) * F.lit(float(MANTISSA))).cast("bigint")
+        return F.when(d.isNull(), F.lit(None).cast("string")).when(d == 0, F.lit("0")).otherwise(
+            F.concat(F.when(d < 0, F.lit("-")).otherwise(F.lit("+")), e.cast("string"),
+                     F.lit("p"), mant.cast("string")))
+    if isinstance(dtype, StringType) and k in ("date", "datetime", "timestamp"):
+        raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates='string'): "
+                          "verify compares the 'null' policy only")
+    if k == "date":
+        return F.date_format(x, "yyyy-MM-dd")
+    if k == "datetime":
+        return F.date_format(x, "yyyy-MM-dd HH:mm:ss.SSSSSS")
+    if k == "timestamp":
+        return F.unix_micros(x).cast("string")
+    if k == "binary":
+        return F.hex(x)
+    if k == "geometry":
+        return F.concat(x.getField("srid").cast("string"), F.lit(":"), F.hex(x.getField("wkb")))
+    return x
+
+
+def frame(v: "SCol") -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.concat(F.lit("V"), F.octet_length(v).cast("string"), F.lit(":"), v),
+                      F.lit("N"))
+
+
+def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return F.concat(*[frame(value_expr(c, _c(names[c.name]), df.schema[names[c.name]].dataType))
+                      for c in cols])
+
+
+def hash64(md5: "SCol") -> "SCol":
+    """The first 64 bits of an MD5 hex, as a signed bigint (compare modulo 2**64)."""
+    from pyspark.sql import functions as F
+
+    return F.conv(F.substring(md5, 1, 16), 16, -10).cast("bigint")
+
+
+def bucket(key_text: "SCol", buckets: int) -> "SCol":
+    from pyspark.sql import functions as F
+
+    return (F.conv(F.substring(F.md5(key_text), 17, 8), 16, 10).cast("bigint")
+            % F.lit(buckets)).cast("int")
+
+
+def _literal(col: Column, text: str, dtype: Any) -> "SCol":
+    from pyspark.sql import functions as F
+
+    if col.kind == "binary":
+        return F.unhex(F.lit(text))
+    if col.kind == "timestamp":
+        return F.lit(text.replace(" ", "T") + "Z").cast("timestamp")
+    return F.lit(text).cast(dtype)
+
+
+def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SCol") -> "SCol":
+    """The chunk index of each row: a binary search over the boundaries, or the hash bucket."""
+    from pyspark.sql import functions as F
+
+    if plan.buckets:
+        return bucket(key_text, plan.buckets)
+    keys = plan.table.key_columns
+    dtypes = [df.schema[names[c.name]].dataType for c in keys]
+    cols = [_c(names[c.name]) for c in keys]
+    key = cols[0] if len(cols) == 1 else F.struct(*[c.alias(f"k{i}") for i, c in enumerate(cols)])
+
+    def bound(b: tuple[str, ...]) -> "SCol":
+        lits = [_literal(c, v, t) for c, v, t in zip(keys, b, dtypes)]
+        return lits[0] if len(lits) == 1 else F.struct(*[v.alias(f"k{i}")
+                                                         for i, v in enumerate(lits)])
+
+    chunks = plan.chunks
+
+    def search(lo: int, hi: int) -> "SCol":  # chunks[lo:hi]; chunk i starts at chunks[i].lo
+        if hi - lo == 1:
+            return F.lit(chunks[lo].index)
+        mid = (lo + hi) // 2
+        start = chunks[mid].lo
+        if start is None:  # only the first chunk is unbounded below
+            raise VerifyError(f"{plan.table.name}: chunk {mid} has no lower bound")
+        return F.when(key < bound(start), search(lo, mid)).otherwise(search(mid, hi))
+
+    return search(0, len(chunks))
+
+
+class LakeTable:
+    """A synced Delta table read for comparison with its source table."""
+
+    def __init__(self, spark: "SparkSession", path: str, plan: Plan,
+                 tombstones: str | None = None) -> None:
+        from pyspark.sql import functions as F
+
+        self.spark, self.path, self.plan = spark, path, plan
+        t = plan.table
+        try:
+            df = spark.read.format("delta").load(path)
+        except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException text says why
+            if "not a Delta table" in str(exc) or "PATH_NOT_FOUND" in str(exc) \
+                    or "Path does not exist" in str(exc):
+                raise VerifyError(f"{t.name}: no Delta table at {path}",
+                                  hint="run binlake sync for it first") from None
+            raise
+        self.scd2 = END_AT in df.columns
+        ours = [c for c in df.columns if not c.startswith("_binlake_")
+                and c not in (START_AT, END_AT)]
+        lower = {c.lower(): c for c in ours}
+        self.names = {c.name: lower[c.name.lower()] for c in t.columns if c.name.lower() in lower}
+        self.missing = [c.name for c in t.columns if c.name not in self.names]
+        self.extra = sorted(set(ours) - set(self.names.values()))
+        self.all_versions = df
+        self.df = df.where(F.col(END_AT).isNull()) if self.scd2 else df
+        self.tombstones = tombstones
+
+    @property
+    def comparable(self) -> bool:
+        return not self.missing and all(k in self.names for k in self.plan.table.key)
+
+    def _frame(self, df: "DataFrame") -> "DataFrame":
+        from pyspark.sql import functions as F
+
+        t = self.plan.table
+        key_text = text_expr(t.key_columns, df, self.names)
+        return df.select(chunk_expr(self.plan, df, self.names, key_text).alias("_chunk"),
+                         key_text.alias("_key"),
+                         F.md5(text_expr(t.columns, df, self.names)).alias("_md5"))
+
+    def checksums(self) -> dict[int, tuple[int, int]]:
+        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+        from pyspark.sql import functions as F
+
+        rows = (self._frame(self.df).groupBy("_chunk")
+                .agg(F.count(F.lit(1)).alias("n"), F.bit_xor(hash64(F.col("_md5"))).alias("x"))
+                .collect())
+        return {int(r["_chunk"]): (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF) for r in rows}
+
+    def row_hashes(self, chunks: Iterable[int]) -> dict[int, dict[str, str]]:
+        """chunk -> key text -> row MD5, for the given chunks: one job."""
+        from pyspark.sql import functions as F
+
+        wanted = sorted(set(chunks))
+        rows = self._frame(self.df).where(F.col("_chunk").isin(wanted)).collect()
+        out: dict[int, dict[str, str]] = {c: {} for c in wanted}
+        for r in rows:
+            out[int(r["_chunk"])][r["_key"]] = r["_md5"]
+        return out
+
+    def touched_since(self, chunks: Iterable[int], at: tuple[int, int]) -> tuple[set[str], bool]:
+        """Keys (of the given chunks) that the sync changed after binlog position `at`
+        (file index, offset): a row or version whose seq is later, or a later tombstone.
+        The flag says a TRUNCATE came later (every key is then changed)."""
+        from pyspark.sql import functions as F
+
+        fi, pos = at
+
+        def after(seq: "SCol") -> "SCol":
+            return (seq.getField("file_index") > fi) | (
+                (seq.getField("file_index") == fi) & (seq.getField("pos") > pos))
+
+        t = self.plan.table
+        wanted = sorted(set(chunks))
+        if self.scd2:
+            recent = self.all_versions.where(after(F.col(START_AT))
+                                             | (F.col(END_AT).isNotNull() & after(F.col(END_AT))))
+        else:
+            recent = self.df.where(after(F.col(SEQ)))
+        keys = {r["_key"] for r in self._frame(recent).where(F.col("_chunk").isin(wanted))
+                .select("_key").collect()}
+        truncated = False
+        if self.tombstones:
+            try:
+                tomb = self.spark.read.format("delta").load(self.tombstones)
+            except Exception:  # noqa: BLE001 - no tombstone table: nothing was deleted
+                return keys, False
+            tomb = tomb.where(after(F.col(SEQ)))
+            names = {k: self.names[k] for k in t.key}
+            key_text = text_expr(t.key_columns, tomb, names)
+            dead = tomb.select(F.col(TRUNCATE).alias("_trunc"),
+                               chunk_expr(self.plan, tomb, names, key_text).alias("_chunk"),
+                               key_text.alias("_key"))
+            for r in dead.where(F.col("_trunc") | F.col("_chunk").isin(wanted)).collect():
+                if r["_trunc"]:
+                    truncated = True
+                else:
+                    keys.add(r["_key"])
+        return keys, truncated
+
+    def row_values(self, keys: set[str]) -> dict[str, dict[str, str | None]]:
+        """key text -> {column: canonical text} of the given keys."""
+        from pyspark.sql import functions as F
+
+        if not keys:
+            return {}
+        t = self.plan.table
+        df = self.df
+        key_text = text_expr(t.key_columns, df, self.names)
+        vals = [value_expr(c, _c(self.names[c.name]), df.schema[self.names[c.name]].dataType)
+                .alias(f"v{i}") for i, c in enumerate(t.columns)]
+        rows = df.select(key_text.alias("_key"), *vals).where(F.col("_key").isin(sorted(keys))) \
+            .collect()
+        return {r["_key"]: {c.name: r[f"v{i}"] for i, c in enumerate(t.columns)} for r in rows}
+
+
+def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
+    t = plan.table
+    root = warehouse.rstrip("/")
+    return LakeTable(spark, f"{root}/{t.schema}/{t.table}", plan,
+                     f"{root}/_binlake/tombstones/{t.schema}/{t.table}")
+
+
+
+# -- repair ----------------------------------------------------------------------------------
+
+REPAIR_APP_ID = "binlake-verify-repair"
+REPAIR_INNER = 2**31 - 1
+"""The seq `inner` of repair rows: after every snapshot row read at the same position."""
+
+
+def _key_json(col: Column, text: str) -> str:
+    """A key column's canonical text as the binlog path's JSON image value."""
+    import base64
+    import datetime as dt
+    import json
+
+    if col.kind == "binary":
+        return json.dumps(base64.b64encode(bytes.fromhex(text)).decode("ascii"))
+    if col.kind == "timestamp":
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(text))
+        return json.dumps(when.isoformat(timespec="microseconds") + "Z")
+    if col.kind == "datetime":
+        return json.dumps(text.replace(" ", "T", 1))
+    return json.dumps(text, ensure_ascii=False)
+
+
+def repair(spark: "SparkSession", src: Any, warehouse: str, plan: Plan, lake: LakeTable,
+           keys: dict[str, dict[str, str | None]]) -> int:
+    """Re-read the rows of `keys` (key text -> key column texts) from the source in one
+    consistent snapshot at P and apply them through the sync's apply step as one batch:
+    upserts of the rows the source has, deletes of the others, all at seq P (after every
+    change the sync applied up to P, before every later one), so the seq guard, tombstones
+    and SCD2 history treat them like any change. Exactly once: the batch commits with
+    binlake's repair txnAppId. Rows of these keys without a seq (written behind binlake's
+    back, not by it) are deleted first. Returns the rows applied."""
+    import time
+
+    import pyarrow as pa
+
+    from ..verify.progress import file_index
+    from .apply import ApplyConfig, TableOptions, apply_batch
+    from .arrow import CDC_SCHEMA, SEQ_TYPE
+    from .snapshot import RowFormatter, describe_table
+    from .typing import read_table_spec
+
+    if not keys:
+        return 0
+    t = plan.table
+    with src.conn.cursor() as cur:
+        snap = describe_table(cur, t.schema, t.table)
+    fmt = RowFormatter(snap)
+    marks = ", ".join(["%s"] * len(keys))
+    rows, at = src.read(f"SELECT {t.key_text}, {fmt.select_list} FROM {t.from_sql} "
+                        f"WHERE {t.key_text} IN ({marks})", sorted(keys))
+    present: dict[str, str] = {}
+    for r in rows:
+        k = r[0].decode("utf-8", "surrogateescape") if isinstance(r[0], bytes) else str(r[0])
+        present[k] = fmt.image(r[1:])[1]
+    ops: list[str] = []
+    before: list[str | None] = []
+    after: list[str | None] = []
+    for k in sorted(keys):
+        if k in present:
+            ops.append("insert")
+            before.append(None)
+            after.append(present[k])
+        else:
+            vals = keys[k]
+            ops.append("delete")
+            before.append("{" + ",".join(
+                f"{_key_json_name(c.name)}:{_key_json(c, vals[c.name] or '')}"
+                for c in t.key_columns) + "}")
+            after.append(None)
+    n = len(ops)
+    file, pos = at
+    i32, i64, s = pa.int32(), pa.int64(), pa.string()
+    row = pa.array(range(n), i32)
+    seq = pa.StructArray.from_arrays([pa.array([file_index(file)] * n, i32),
+                                      pa.array([pos] * n, i64),
+                                      pa.array([REPAIR_INNER] * n, i32), row],
+                                     fields=list(SEQ_TYPE))
+    now = int(time.time() * 1_000_000)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(ops, s), pa.array([t.schema] * n, s), pa.array([t.table] * n, s),
+         pa.array([file] * n, s), pa.array([pos] * n, i64), pa.array([pos] * n, i64), row,
+         pa.array([REPAIR_INNER] * n, i32), pa.nulls(n, s),
+         pa.array([now] * n, pa.timestamp("us", tz="UTC")), seq, pa.array(before, s),
+         pa.array(after, s), pa.nulls(n, s), pa.nulls(n, s)], schema=CDC_SCHEMA)
+    _drop_foreign(spark, lake, set(keys))
+    spec = read_table_spec(src.conn, t.schema, t.table)
+    if spec is None:
+        raise VerifyError(f"{t.name} is gone from the source: nothing to repair from")
+    options = TableOptions(scd_type=2 if lake.scd2 else 1)
+    config = ApplyConfig(target=warehouse, app_id=REPAIR_APP_ID, tables={t.name: options})
+    # A new batch id every run (Delta skips a txnVersion it has seen for the app id).
+    apply_batch(spark, spark.createDataFrame(pa.Table.from_batches([batch])),
+                int(time.time() * 1000), config, {(t.schema, t.table): spec})
+    return n
+
+
+def _drop_foreign(spark: "SparkSession", lake: LakeTable, keys: set[str]) -> None:
+    """Delete rows of these keys that carry no seq: binlake did not write them (the apply
+    step's seq guard cannot order a change after them), so they have no place in the table."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    seq = F.col(START_AT) if lake.scd2 else F.col(SEQ)
+    t = lake.plan.table
+    cond = seq.isNull() & text_expr(t.key_columns, lake.all_versions, lake.names).isin(
+        sorted(keys))
+    DeltaTable.forPath(spark, lake.path).delete(cond)
+
+
+def _key_json_name(name: str) -> str:
+    import json
+
+    return json.dumps(name, ensure_ascii=False)

@@ -1,0 +1,215 @@
+"""`binlake.verify.verify`: compare synced Delta tables with their source tables.
+
+Per table: plan chunks over the primary key; the source server computes each chunk's
+checksum in a consistent snapshot at a known binlog position P; once the sync has applied
+past P (its checkpoint says so), Spark computes the same checksums over the Delta table in
+one job. Differing chunks are narrowed down to rows: both sides list (key, row hash) of the
+chunk, keys whose hashes differ are the differing rows, and both sides' values name the
+differing columns.
+
+Online guarantee: a row is reported only when it differs in every round (`rounds`, each a
+new source read) and the sync did not change its key after that round's source read (the
+Delta row's or version's seq, or a tombstone, is not past P). Such a row's Delta value is
+not the source's value at P although the sync has applied every change of it up to P: a
+real difference. A row changed after its chunk's read is not compared in that run (counted
+as `changed_while_verifying`); a difference caused only by a change after the read is left
+to the next run.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..replica.url import ServerURL
+from .canonical import VerifyError, frame_text
+from .progress import position_key, wait_applied
+from .report import RowDifference, TableReport, VerifyReport
+from .source import Chunk, Plan, Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+DEFAULT_CHUNK_SIZE = 10000
+
+
+@dataclass
+class VerifyOptions:
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    rounds: int = 2
+    """Source reads a differing row must differ in before it is reported."""
+    wait: float = 30.0
+    """Seconds to wait for a running sync to apply past a read's position."""
+    max_rows: int = 100
+    """Differing rows listed per table (the rest are counted)."""
+    rate: float | None = None
+    """At most this many source rows read per second."""
+    timeout: float | None = 30.0
+    """Source statement timeout (seconds); timed-out reads back off and retry."""
+    repair: bool = False
+
+
+def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
+           chunk_size: int = DEFAULT_CHUNK_SIZE, spark: "SparkSession | None" = None,
+           master: str = "local[*]", rounds: int = 2, wait: float = 30.0, max_rows: int = 100,
+           rate: float | None = None, timeout: float | None = 30.0, repair: bool = False,
+           progress: Callable[[str, int, int], None] | None = None) -> VerifyReport:
+    """Compare the Delta tables under `warehouse` with the source tables `tables`
+    ('db.*,db2.t') of the server at `url`; see the module notes for the guarantee.
+
+    `progress(table, chunks_done, chunks_total)` is called as chunks are checked.
+    """
+    opts = VerifyOptions(chunk_size, rounds, wait, max_rows, rate, timeout, repair)
+    if chunk_size < 1:
+        raise VerifyError(f"--chunk-size must be at least 1, not {chunk_size}")
+    if rounds < 1:
+        raise VerifyError(f"rounds must be at least 1, not {rounds}")
+    server = ServerURL.parse(url) if isinstance(url, str) else url
+    t0 = time.monotonic()
+    report = VerifyReport()
+    src = Source(server, rate=rate, timeout=timeout)
+    try:
+        plans = [src.plan(src.describe(s, t), chunk_size) for s, t in src.select_tables(tables)]
+        if spark is None:
+            from ..spark.session import build_session
+
+            spark = build_session("binlake-verify", master=master)
+        for plan in plans:
+            report.tables.append(verify_table(src, spark, str(warehouse), plan, opts, progress))
+    finally:
+        src.close()
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
+                 opts: VerifyOptions,
+                 progress: Callable[[str, int, int], None] | None = None) -> TableReport:
+    """Compare one table (see `verify`)."""
+    from ..spark.verify import lake_table
+
+    t0 = time.monotonic()
+    t = plan.table
+    rep = TableReport(t.name, rows=plan.rows, chunks=len(plan.chunks))
+    try:
+        lake = lake_table(spark, warehouse, plan)
+    except VerifyError as exc:
+        rep.problem = str(exc)
+        rep.seconds = time.monotonic() - t0
+        return rep
+    if not lake.comparable:
+        rep.problem = f"columns missing in the Delta table: {', '.join(lake.missing)}"
+        rep.seconds = time.monotonic() - t0
+        return rep
+    if lake.extra:
+        rep.note = f"columns only in the Delta table (not compared): {', '.join(lake.extra)}"
+    sums: dict[int, Any] = {}
+    done = 0
+    for chunks, got in src.checksums(plan):
+        sums.update(got)
+        done += len(chunks)
+        if progress is not None:
+            progress(t.name, done, len(plan.chunks))
+    rep.rows = sum(s.rows for s in sums.values())
+    newest = max(position_key(*s.at) for s in sums.values())
+    applied = wait_applied(warehouse, newest, opts.wait)
+    lake_sums = lake.checksums()
+    rep.lake_rows = sum(n for n, _ in lake_sums.values())
+    differing = [c for c in plan.chunks
+                 if (sums[c.index].rows, sums[c.index].xor) != lake_sums.get(c.index, (0, 0))]
+    rep.differing_chunks = len(differing)
+    if differing:
+        diffs, changed = narrow(src, lake, plan, differing, opts, warehouse)
+        if opts.repair and diffs:
+            return _repair(src, spark, warehouse, plan, lake, diffs, opts, progress, t0)
+        rep.changed_while_verifying = changed
+        rep.differences = diffs[:opts.max_rows]
+        rep.more_differences = max(0, len(diffs) - opts.max_rows)
+        if rep.differences and applied is not None and applied < newest:
+            rep.note = ((rep.note + "; ") if rep.note else "") + (
+                "the sync has not applied the binlog up to the source reads (it is behind or "
+                "stopped): some differences may be changes it has not applied yet")
+    rep.seconds = time.monotonic() - t0
+    return rep
+
+
+def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
+            diffs: list[RowDifference], opts: VerifyOptions,
+            progress: Callable[[str, int, int], None] | None, t0: float) -> TableReport:
+    """Apply the differing rows again from the source, then verify the table again."""
+    from dataclasses import replace
+
+    from ..spark.verify import repair
+
+    keys = {"".join(frame_text(d.key[k]) for k in plan.table.key): d.key for d in diffs}
+    n = repair(spark, src, warehouse, plan, lake, keys)
+    again = verify_table(src, spark, warehouse, plan, replace(opts, repair=False), progress)
+    again.repaired = n
+    again.note = ((again.note + "; ") if again.note else "") + \
+        f"repaired {n} rows from the source, then verified again"
+    again.seconds = time.monotonic() - t0
+    return again
+
+
+def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: VerifyOptions,
+           warehouse: str) -> tuple[list[RowDifference], int]:
+    """The rows that differ in the given chunks: per-row hashes of both sides, re-read for
+    `opts.rounds` rounds; keys the sync changed after a round's read are left out."""
+    by_index = {c.index: c for c in differing}
+    candidates: dict[int, set[str]] | None = None
+    changed: set[str] = set()
+    pending = sorted(by_index)
+    for rnd in range(opts.rounds):
+        if rnd:
+            time.sleep(1.0)
+        source: dict[int, dict[str, str]] = {}
+        reads = []
+        for i in pending:
+            source[i], at = src.row_hashes(plan, by_index[i])
+            reads.append(position_key(*at))
+        wait_applied(warehouse, max(reads), opts.wait)
+        lake_rows = lake.row_hashes(pending)
+        touched, truncated = lake.touched_since(pending, min(reads))
+        found: dict[int, set[str]] = {}
+        for i in pending:
+            s, d = source[i], lake_rows.get(i, {})
+            keys = {k for k in s.keys() | d.keys() if s.get(k) != d.get(k)}
+            if truncated:
+                changed |= keys
+                keys = set()
+            changed |= keys & touched
+            keys -= touched
+            if candidates is not None:
+                keys &= candidates.get(i, set())
+            if keys:
+                found[i] = keys
+        candidates = found
+        pending = sorted(found)
+        if not pending:
+            break
+    diffs: list[RowDifference] = []
+    if not candidates:
+        return diffs, len(changed)
+    everything = set().union(*candidates.values())
+    lake_values = lake.row_values(everything)
+    key_names = list(plan.table.key)
+    for i in sorted(candidates):
+        src_values = src.row_values(plan, by_index[i], candidates[i])
+        for k in sorted(candidates[i]):
+            sv, lv = src_values.get(k), lake_values.get(k)
+            if sv is None:
+                if lv is not None:
+                    diffs.append(RowDifference({n: lv[n] for n in key_names}, "extra", lake=lv))
+                continue  # else gone from both sides since the last round
+            key = {n: sv[n] for n in key_names}
+            if lv is None:
+                diffs.append(RowDifference(key, "missing", source=sv))
+            else:
+                cols = [n for n in sv if sv[n] != lv.get(n)]
+                diffs.append(RowDifference(key, "changed", cols,
+                                           {n: sv[n] for n in cols}, {n: lv.get(n) for n in cols}))
+    return diffs, len(changed - everything)
+
+
+__all__ = ["verify", "verify_table", "narrow", "VerifyOptions", "VerifyError"]
