@@ -120,6 +120,9 @@ class ApplyConfig:
     unknown_defaults: str = "error"
     """ADD COLUMN whose value in existing rows binlake cannot evaluate (an expression,
     CURRENT_TIMESTAMP on DATETIME, AUTO_INCREMENT): "error", or "null" (leave them NULL)."""
+    inserts_only: bool = False
+    """Every row record of a batch inserts a key no other record of it has (a snapshot): a
+    table's first write then takes the rows as they are, without folding them per key."""
     auto_compact: bool = True
     """Create tables with Delta's auto compaction on (`AUTO_COMPACT`); tables that exist
     keep their own setting."""
@@ -531,6 +534,10 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
     tomb_path = tombstone_path(config.target, spec.schema, spec.table)
     seq_type = part.schema["seq"].dataType
     schema = target_schema(spec, plan, opts, seq_type, config.zero_dates)
+    if config.inserts_only and opts.scd_type == 1 and trunc is None and path not in _KNOWN \
+            and not _is_delta(spark, path):
+        _create_from_inserts(part, plan, path, schema, config, batch_id, app_id)
+        return
     if opts.scd_type == 2:
         part = part.dropDuplicates(["seq"])
     events = _events(part, plan, config.zero_dates)
@@ -739,6 +746,23 @@ def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
     if trunc is not None:
         sql += f" WHEN NOT MATCHED BY SOURCE AND t.{SEQ_COL} < {_seq_sql(trunc)} THEN DELETE"
     _merge(spark, net, sql, app_id, batch_id, materialized)
+
+
+def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "StructType",
+                         config: ApplyConfig, batch_id: int, app_id: str) -> None:
+    """A new table from inserts of distinct keys (`ApplyConfig.inserts_only`): their typed
+    images, written by the commit that creates the table."""
+    from pyspark.sql import functions as F
+
+    js = image_schema(plan.spec, plan.cols)
+    rows = part.where(F.col("op") == "insert").select(
+        F.from_json("after", js).alias("_a"), F.col("seq"), F.col("ts"))
+    cols = [typed_value(F.col("_a").getField(c), plan.spec.column(c), config.zero_dates)
+            for c in plan.cols] + [F.col("seq"), F.col("ts")]
+    out = rows.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
+    (out.write.format("delta").mode("append").options(**config.table_properties())
+     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
 def _scd1_create(net: "DataFrame", plan: _Plan, path: str, schema: "StructType",

@@ -297,7 +297,9 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     state.data["attempts"].append(start)
     state.data["pending"] = True
     state.save()  # before applying: a crash now still streams from this watermark
-    snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}")
+    # A snapshot reads each key once: a table it creates takes its rows as they are.
+    snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}",
+                          inserts_only=True)
     apply_batch(spark, df, 0, snap_config, specs)
     rows = df.where(F.col("op") == ROW_OP).count()
     state.data["pending"] = False
