@@ -395,25 +395,22 @@ def _is_delta(spark: "SparkSession", path: str) -> bool:
 
 
 def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
-                 properties: Mapping[str, str] | None = None) -> bool:
+                 properties: Mapping[str, str] | None = None) -> None:
     """Create the Delta table if missing (with `properties`); add columns the spec has and
-    the table lacks. True when this call created it (so it holds no row yet)."""
+    the table lacks."""
     wanted = {f.name.lower() for f in schema.fields}
     if wanted <= _KNOWN.get(path, set()):
-        return False
-    created = False
+        return
     if not _is_delta(spark, path):
         # `delta.*` writer options become table properties when the write creates the table
         (spark.createDataFrame([], schema).write.format("delta").options(**(properties or {}))
          .mode("ignore").save(path))
-        created = True
     have = {f.name.lower() for f in spark.read.format("delta").load(path).schema.fields}
     missing = [f for f in schema.fields if f.name.lower() not in have]
     if missing:
         cols = ", ".join(f"{_q(f.name)} {f.dataType.simpleString()}" for f in missing)
         spark.sql(f"ALTER TABLE {_delta(path)} ADD COLUMNS ({cols})")
     _KNOWN[path] = have | wanted
-    return created
 
 
 def _seq_sql(seq: Sequence[int]) -> str:
