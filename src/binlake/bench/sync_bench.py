@@ -26,8 +26,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .workload import SCHEMA, TABLES, Workload, load
 
@@ -44,7 +45,7 @@ def jdbc_jar() -> Path | None:
 
 def _jvm_peak_rss_mb(spark: Any) -> float | None:
     try:
-        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # noqa: SLF001
+        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return round(int(line.split()[1]) / 1024, 1)
@@ -295,11 +296,11 @@ def format_summary(doc: dict[str, Any]) -> str:
           if s.get("jdbc_s") else "jdbc floor skipped")
     return "\n".join([
         f"snapshot: {s['rows']:,} rows in {s['seconds']} s ({s['rows_per_s']:,} rows/s); {jd}",
-        f"catch-up: {c['changes']:,} changes in {c['seconds']} s ({c['changes_per_s']:,}/s, "
-        f"{c['batches']} batch(es)); bare MERGE {c['merge_s']} s -> {c['x_merge']}x the MERGE; "
-        f"plain append {c['append_s']} s -> {c['x_append']}x",
-        f"peak RSS: driver {doc['peak_rss_mb']['driver_python']} MB, "
-        f"JVM {doc['peak_rss_mb']['jvm']} MB; Delta == MariaDB after each phase: {doc['equal']}",
+        (f"catch-up: {c['changes']:,} changes in {c['seconds']} s ({c['changes_per_s']:,}/s, "
+         f"{c['batches']} batch(es)); bare MERGE {c['merge_s']} s -> {c['x_merge']}x the MERGE; "
+         f"plain append {c['append_s']} s -> {c['x_append']}x"),
+        (f"peak RSS: driver {doc['peak_rss_mb']['driver_python']} MB, "
+         f"JVM {doc['peak_rss_mb']['jvm']} MB; Delta == MariaDB after each phase: {doc['equal']}"),
     ])
 
 
