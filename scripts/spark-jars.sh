@@ -25,6 +25,19 @@ if ! "$PYTHON" -c 'import pyspark' 2>/dev/null; then
   "$PYTHON" -m pip install --disable-pip-version-check --progress-bar off -q -e '.[spark]'
 fi
 
+# MariaDB Connector/J: only the pipeline benchmark's spark.read.jdbc floor uses it
+# (binlake bench --sync); keep the version in step with binlake.bench.sync_bench.JDBC_VERSION.
+JDBC_VERSION=3.5.1
+JDBC_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/binlake/jars/jdbc"
+if [[ ! -f "$JDBC_DIR/mariadb-java-client-$JDBC_VERSION.jar" ]]; then
+  mkdir -p "$JDBC_DIR"
+  mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+    -Dartifact="org.mariadb.jdbc:mariadb-java-client:$JDBC_VERSION" -DoutputDirectory="$JDBC_DIR" \
+    || log "MariaDB Connector/J download failed (only binlake bench --sync needs it)"
+else
+  log "MariaDB Connector/J already cached"
+fi
+
 if "$PYTHON" -m binlake.spark.jars --check >/dev/null; then
   log "Delta jars already cached: $("$PYTHON" -m binlake.spark.jars --check)"
   exit 0

@@ -426,9 +426,14 @@ def _masked(cmd: list[str], password: str) -> str:
                    "writing this long; 0 skips it.")
 @click.option("--e2e-rate", type=float, default=200, show_default=True,
               help="Commits per second during the end-to-end measurement.")
+@click.option("--sync", "sync_mode", is_flag=True,
+              help="Benchmark the pipeline instead (binlake sync: snapshot and catch-up against "
+                   "spark.read.jdbc, a plain Delta append and a bare MERGE; see "
+                   "binlake.bench.sync_bench); uses --scale, --seed, --json, --workdir, --keep.")
 def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed: int, tools: str,
           per_table: bool, workdir: str | None, keep: bool, timeout: float,
-          profile_dir: str | None, annotate: bool, e2e_seconds: float, e2e_rate: float) -> None:
+          profile_dir: str | None, annotate: bool, e2e_seconds: float, e2e_rate: float,
+          sync_mode: bool) -> None:
     """Benchmark binlake against python-mysql-replication and mariadb-binlog on one workload.
 
     \b
@@ -437,9 +442,18 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
       binlake bench --scale 1000000 --json bench.json
       binlake bench --scale 20000 --repeat 1 --no-per-table --profile prof/
       binlake bench --e2e-seconds 60                 # plus commit -> Delta lag, p50/p99
+      binlake bench --sync --scale 50000             # the pipeline: binlake sync vs Spark floors
     """
     if repeat < 1 or scale < 1:
         raise click.BadParameter("--scale and --repeat must be at least 1")
+    if sync_mode:
+        from .sync_bench import main as sync_main
+
+        argv = ["--scale", str(scale), "--seed", str(seed)]
+        argv += ["--json", json_path] if json_path else []
+        argv += ["--workdir", workdir] if workdir else []
+        argv += ["--keep"] if keep else []
+        raise SystemExit(sync_main(argv))
     cfg = BenchConfig(scale=scale, repeat=repeat, url=url, seed=seed,
                       tools=tuple(t.strip() for t in tools.split(",") if t.strip()),
                       per_table=per_table, workdir=Path(workdir) if workdir else None, keep=keep,

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import logging
 import queue
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -66,6 +68,8 @@ of them (`spark.databricks.delta.autoCompact.minNumFiles`, 50), as a commit of i
 carries no txn: replaying a batch still commits nothing. Turn it off for one table with
 `ALTER TABLE delta.`path` SET TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'false')`.
 """
+
+log = logging.getLogger("binlake.apply")
 
 SpecSource = Mapping[tuple[str, str], TableSpec] | Callable[[str, str], "TableSpec | None"]
 
@@ -116,6 +120,9 @@ class ApplyConfig:
     unknown_defaults: str = "error"
     """ADD COLUMN whose value in existing rows binlake cannot evaluate (an expression,
     CURRENT_TIMESTAMP on DATETIME, AUTO_INCREMENT): "error", or "null" (leave them NULL)."""
+    inserts_only: bool = False
+    """Every row record of a batch inserts a key no other record of it has (a snapshot): a
+    table's first write then takes the rows as they are, without folding them per key."""
     auto_compact: bool = True
     """Create tables with Delta's auto compaction on (`AUTO_COMPACT`); tables that exist
     keep their own setting."""
@@ -180,7 +187,10 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     try:
         if config.change_log:
             _append_change_log(spark, changes, batch_id, config)
+        t0 = time.monotonic()
         stats = _batch_stats(changes)
+        log.debug("batch read and planned", extra={"batch": batch_id,
+                                                   "seconds": round(time.monotonic() - t0, 2)})
         _refuse_statements(stats, config)
         result.changes = sum(int(r["n"]) for r in stats)
         result.newest_ts = max((r["ts"] for r in stats if r["ts"] is not None), default=None)
@@ -292,7 +302,10 @@ def _run_tables(spark: "SparkSession",
     def one(session: "SparkSession", job: tuple[list[tuple[str, str]], Any]) -> None:
         keys, fn = job
         try:
+            t0 = time.monotonic()
             fn(session)
+            log.debug("tables applied", extra={"tables": [".".join(k) for k in keys],
+                                               "seconds": round(time.monotonic() - t0, 2)})
         except Exception:
             for schema, table in keys:
                 _KNOWN.pop(table_path(config.target, schema, table), None)
@@ -518,12 +531,20 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
     tomb_path = tombstone_path(config.target, spec.schema, spec.table)
     seq_type = part.schema["seq"].dataType
     schema = target_schema(spec, plan, opts, seq_type, config.zero_dates)
+    if config.inserts_only and opts.scd_type == 1 and trunc is None and path not in _KNOWN \
+            and not _is_delta(spark, path):
+        _create_from_inserts(part, plan, path, schema, config, batch_id, app_id)
+        return
     if opts.scd_type == 2:
         part = part.dropDuplicates(["seq"])
     events = _events(part, plan, config.zero_dates)
     if config.tombstones:
         events = _late_filter(spark, events, plan, tomb_path)
-    ensure_table(spark, path, schema, config.table_properties())
+    # SCD1 into a table that does not exist yet: its first write creates it (one commit, no
+    # empty table to create and read back first); anything else MERGEs into the table.
+    create = opts.scd_type == 1 and path not in _KNOWN and not _is_delta(spark, path)
+    if not create:
+        ensure_table(spark, path, schema, config.table_properties())
     tombstones = config.tombstones and (has_deletes or trunc is not None)
     if opts.scd_type == 2:
         if tombstones:  # the MERGE source and the tombstones both derive from the events
@@ -535,7 +556,10 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
         net = _scd1_net(events, plan)
         if tombstones:  # computed once for the MERGE and the tombstones
             net = net.localCheckpoint()
-        _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
+        if create:  # a MERGE into no rows would only insert the net upserts
+            _scd1_create(net, plan, path, schema, config.table_properties(), batch_id, app_id)
+        else:
+            _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
     if tombstones:
         _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc, config, batch_id,
                           app_id)
@@ -674,21 +698,21 @@ def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,
 
 def _scd1_net(events: "DataFrame", plan: _Plan) -> "DataFrame":
     """Fold each key's events to its net change (the newest kind and seq, and per column
-    the newest value present since the key's last reset)."""
-    from pyspark.sql import Window
+    the newest value present since the key's last reset), in one aggregation.
+
+    Per column, the newest event that has the column or resets the key decides: a reset
+    without the column (a delete, a key move whose images lack it) carries NULL and "absent",
+    which is what "nothing present since the last reset" means.
+    """
     from pyspark.sql import functions as F
 
-    K = plan.K
-    w = Window.partitionBy(*K)
-    ev = events.withColumn("_rs", F.max(F.when(F.col("_reset"), F.col("_seq"))).over(w))
-    ev = ev.where(F.col("_rs").isNull() | (F.col("_seq") >= F.col("_rs")))
     agg = [F.max("_seq").alias("_seq"), F.max_by("_ts", "_seq").alias("_ts"),
-           F.max_by("_kind", "_seq").alias("_kind"),
-           F.max(F.col("_rs").isNotNull()).alias("_full")]
+           F.max_by("_kind", "_seq").alias("_kind"), F.max("_reset").alias("_full")]
     for i in range(len(plan.cols)):
-        agg += [F.max_by(f"_c{i}", F.when(F.col(f"_p{i}"), F.col("_seq"))).alias(f"_c{i}"),
-                F.max(f"_p{i}").alias(f"_p{i}")]
-    return ev.groupBy(*K).agg(*agg)
+        order = F.when(F.col(f"_p{i}") | F.col("_reset"), F.col("_seq"))
+        agg += [F.max_by(f"_c{i}", order).alias(f"_c{i}"),
+                F.coalesce(F.max_by(f"_p{i}", order), F.lit(False)).alias(f"_p{i}")]
+    return events.groupBy(*plan.K).agg(*agg)
 
 
 def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
@@ -719,6 +743,42 @@ def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
     if trunc is not None:
         sql += f" WHEN NOT MATCHED BY SOURCE AND t.{SEQ_COL} < {_seq_sql(trunc)} THEN DELETE"
     _merge(spark, net, sql, app_id, batch_id, materialized)
+
+
+def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "StructType",
+                         config: ApplyConfig, batch_id: int, app_id: str) -> None:
+    """A new table from inserts of distinct keys (`ApplyConfig.inserts_only`): their typed
+    images, written by the commit that creates the table."""
+    from pyspark.sql import functions as F
+
+    js = image_schema(plan.spec, plan.cols)
+    rows = part.where(F.col("op") == "insert").select(
+        F.from_json("after", js).alias("_a"), F.col("seq"), F.col("ts"))
+    cols = [typed_value(F.col("_a").getField(c), plan.spec.column(c), config.zero_dates)
+            for c in plan.cols] + [F.col("seq"), F.col("ts")]
+    out = rows.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
+    (out.write.format("delta").mode("append").options(**config.table_properties())
+     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
+
+
+def _scd1_create(net: "DataFrame", plan: _Plan, path: str, schema: "StructType",
+                 properties: Mapping[str, str], batch_id: int, app_id: str) -> None:
+    """What `_scd1` does to a table without rows, as the write that creates the table: the
+    net upserts with the values its INSERT clause takes (a first snapshot, a new table)."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for i, c in enumerate(plan.cols):
+        j = plan.key_index(c)
+        cols.append(F.col(f"_k{j}" if j is not None else f"_c{i}"))
+    cols += [F.col("_seq"), F.col("_ts")]
+    out = net.where(F.col("_kind") == "upsert").select(
+        *[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
+    # `delta.*` writer options become table properties when the write creates the table
+    (out.write.format("delta").mode("append").options(**properties)
+     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
 # -- SCD type 2 ----------------------------------------------------------------------------

@@ -49,6 +49,39 @@ SNAPSHOT_RETRIES = 3
 """Snapshot attempts when a table changes shape (DDL) while it is read."""
 
 
+PROGRESS_EVERY = 15.0
+"""Seconds between progress lines while a snapshot or a catch-up batch runs."""
+
+
+class Ticker:
+    """While a long step runs, a log line every `every` seconds saying what and for how long
+    (so a user never watches a silent job); `note` may add fields to each line."""
+
+    def __init__(self, what: str, every: float = PROGRESS_EVERY,
+                 note: Callable[[], dict[str, Any]] | None = None) -> None:
+        self.what, self.every, self.note = what, every, note
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.t0 = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            extra = {"step": self.what, "elapsed_s": round(time.monotonic() - self.t0, 1)}
+            if self.note is not None:
+                try:
+                    extra.update(self.note())
+                except Exception:  # noqa: BLE001 - a progress line is never worth a failure
+                    pass
+            log.info("still working", extra=extra)
+
+    def __enter__(self) -> "Ticker":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+
 class SyncError(BinlakeError):
     """The sync cannot continue exactly (e.g. the binlog it needs is gone)."""
 
@@ -284,7 +317,9 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
         else:
             planned = _binlog_boundary(opts.url)
         try:
-            df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+            log.info("snapshot: reading the tables", extra={"tables": opts.tables})
+            with Ticker("snapshot read"):
+                df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
             break
         except Exception as exc:  # Spark wraps the executor's SnapshotError
             if tries == SNAPSHOT_RETRIES or not _shape_changed(exc):
@@ -297,9 +332,13 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     state.data["attempts"].append(start)
     state.data["pending"] = True
     state.save()  # before applying: a crash now still streams from this watermark
-    snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}")
-    apply_batch(spark, df, 0, snap_config, specs)
-    rows = df.where(F.col("op") == ROW_OP).count()
+    # A snapshot reads each key once: a table it creates takes its rows as they are.
+    snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}",
+                          inserts_only=True)
+    rows = df.where(F.col("op") == ROW_OP).count()  # the snapshot is local-checkpointed
+    log.info("snapshot read; writing the Delta tables", extra={"rows": rows})
+    with Ticker("snapshot write", note=lambda: {"rows": rows}):
+        apply_batch(spark, df, 0, snap_config, specs)
     state.data["pending"] = False
     state.data["snapshot_done"] = True
     state.data["stream_start"] = min(state.data["attempts"], key=_key)
@@ -318,9 +357,13 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     spark = spark or build_session("binlake-sync", master=opts.master, conf=opts.conf)
     state = SyncState(opts.warehouse)
     state.save()
+    # No tombstones: they guard against a change older than an applied delete arriving
+    # later, and a sync never applies one. Its batches come in binlog order; the snapshot is
+    # applied before any batch, and the stream's overlap with it (changes before a chunk's
+    # HIGH) meets the snapshot rows' newer seq, or replays a key's insert and delete in order.
     config = ApplyConfig(target=str(opts.warehouse), app_id=state.data["app_id"],
                          default=TableOptions(scd_type=opts.scd_type), include=opts.tables,
-                         change_log=opts.change_log)
+                         change_log=opts.change_log, tombstones=False)
     specs = _spec_resolver(opts.url)
     history = HistorySpecs(schema_history_path(opts.warehouse), specs)
     ckpt = checkpoint_path(opts.warehouse)
@@ -389,8 +432,16 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
+            last = time.monotonic()
             while query.isActive and not stop.is_set():
                 query.awaitTermination(0.5)
+                if time.monotonic() - last >= PROGRESS_EVERY:
+                    last = time.monotonic()
+                    status = query.status
+                    if status.get("isTriggerActive"):
+                        with lock:
+                            done = {"batches": report.batches, "rows": report.rows}
+                        log.info("catching up", extra={"status": status.get("message"), **done})
             if stop.is_set() and query.isActive:
                 query.stop()  # graceful: the running batch finishes or is replayed exactly once
             exc = query.exception()
