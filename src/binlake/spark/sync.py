@@ -357,13 +357,12 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     spark = spark or build_session("binlake-sync", master=opts.master, conf=opts.conf)
     state = SyncState(opts.warehouse)
     state.save()
-    # No tombstones: they guard against a change older than an applied delete arriving
-    # later, and a sync never applies one. Its batches come in binlog order; the snapshot is
-    # applied before any batch, and the stream's overlap with it (changes before a chunk's
-    # HIGH) meets the snapshot rows' newer seq, or replays a key's insert and delete in order.
+    # Tombstones stay on: a sync applies in binlog order, so no older change arrives late,
+    # but `binlake verify` reads them to tell a key deleted after its source read from a
+    # missing row (without them it reported such deletes as differences).
     config = ApplyConfig(target=str(opts.warehouse), app_id=state.data["app_id"],
                          default=TableOptions(scd_type=opts.scd_type), include=opts.tables,
-                         change_log=opts.change_log, tombstones=False)
+                         change_log=opts.change_log)
     specs = _spec_resolver(opts.url)
     history = HistorySpecs(schema_history_path(opts.warehouse), specs)
     ckpt = checkpoint_path(opts.warehouse)
