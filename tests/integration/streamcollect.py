@@ -24,3 +24,30 @@ def collect(url: ServerURL, start: Position, pick: Callable[[Any, BinlogStream],
     finally:
         bs.close()
     return out
+
+
+def wait_started(proc: Any, ckpt: Any, within: float = 20) -> None:
+    """Until `binlake stream --checkpoint ckpt` wrote its first checkpoint (the primary took
+    the start), failing if the process ends first."""
+    import time
+
+    deadline = time.monotonic() + within
+    while not ckpt.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
+def wait_written(out: Any, ckpt: Any, n: int, within: float) -> list[str]:
+    """The `--out` file's lines once it has `n` and the checkpoint counts all its bytes;
+    fails after `within` seconds."""
+    import json
+    import time
+
+    t0 = time.monotonic()
+    while True:
+        lines = out.read_text().splitlines() if out.exists() else []
+        saved = json.loads(ckpt.read_text())
+        if len(lines) == n and saved["extra"].get("out_bytes") == out.stat().st_size:
+            return lines
+        assert time.monotonic() - t0 < within, (lines, saved)
+        time.sleep(0.05)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from streamcollect import wait_started, wait_written  # tests/integration is on sys.path
 
 DOLT = shutil.which("dolt")
 pytestmark = pytest.mark.skipif(
@@ -168,19 +169,9 @@ def test_a_commit_reaches_out_and_checkpoint_at_once(dolt: Dolt, tmp_path: Path)
                              "*.q", "--checkpoint", str(ckpt), "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 20
-        while not ckpt.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+        wait_started(proc, ckpt)
         dolt.sql("INSERT INTO q VALUES (1)", "INSERT INTO q VALUES (2)")
-        t0 = time.monotonic()
-        while True:
-            lines = out.read_text().splitlines() if out.exists() else []
-            saved = json.loads(ckpt.read_text())
-            if len(lines) == 2 and saved["extra"].get("out_bytes") == out.stat().st_size:
-                break
-            assert time.monotonic() - t0 < 3, (lines, saved)
-            time.sleep(0.05)
+        wait_written(out, ckpt, 2, within=3)
     finally:
         proc.terminate()
         proc.communicate(timeout=20)

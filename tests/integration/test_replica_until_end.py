@@ -14,6 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from binlake.cli import main
+from streamcollect import wait_started, wait_written
 from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less test dirs)
 
 
@@ -75,21 +76,11 @@ def test_a_commit_reaches_out_and_checkpoint_without_further_writes(mariadb, tmp
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env)
     try:
-        deadline = time.monotonic() + 20
-        while not ckpt.exists():  # the primary accepted the start: the stream is live
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
+        wait_started(proc, ckpt)
         # Two commits within the checkpoint's 0.2 s throttle: the second is the one that
         # used to wait for the next packet (a heartbeat a minute later).
         mariadb.sql("INSERT INTO ue_q VALUES (1)", "INSERT INTO ue_q VALUES (2)")
-        t0 = time.monotonic()
-        while True:
-            lines = out.read_text().splitlines() if out.exists() else []
-            saved = json.loads(ckpt.read_text())
-            if len(lines) == 2 and saved["extra"].get("out_bytes") == out.stat().st_size:
-                break
-            assert time.monotonic() - t0 < 2.5, (lines, saved)
-            time.sleep(0.05)
+        lines = wait_written(out, ckpt, 2, within=2.5)
         assert [json.loads(x)["after"]["id"] for x in lines] == [1, 2]
     finally:
         proc.terminate()
