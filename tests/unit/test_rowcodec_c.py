@@ -36,7 +36,7 @@ def column(draw: st.DrawFn, index: int) -> ColumnInfo:
     kind = draw(st.sampled_from([
         "int", "float", "double", "year", "decimal", "date", "datetime2", "timestamp2", "time2",
         "varchar", "char", "binary", "blob", "enum", "set", "bit", "datetime1", "time1",
-        "timestamp1", "geometry", "json_text", "vector"]))
+        "timestamp1", "geometry", "json_text", "vector", "uuid", "inet6", "inet4"]))
     def mk(t: int, meta: int, **kw: object) -> ColumnInfo:
         return ColumnInfo(index=index, type=t, binlog_type=t, meta=meta, nullable=True, **kw)
     if kind == "int":
@@ -89,6 +89,9 @@ def column(draw: st.DrawFn, index: int) -> ColumnInfo:
         return mk(T.BIT, ((nbits // 8) << 8) | (nbits % 8))
     if kind == "geometry":
         return mk(T.GEOMETRY, 4)
+    if kind in ("uuid", "inet6", "inet4"):  # BINARY(16)/(4) that the schema history names
+        return mk(T.STRING, _string_meta(4 if kind == "inet4" else 16), collation=63,
+                  plugin_type=kind)
     return mk(T.VECTOR, 4)
 
 
@@ -169,6 +172,9 @@ def _encode_valid(c: ColumnInfo, draw: st.DrawFn) -> bytes:
         text = draw(st.text(max_size=20)).encode("utf-8")
         prefix = 1 if t == T.VARCHAR and c.meta < 256 else (2 if t == T.VARCHAR else c.meta)
         return len(text).to_bytes(prefix, "little") + text
+    if t == T.STRING and c.plugin_type:  # UUID/INET: trailing zero bytes may be left out
+        raw = draw(st.binary(min_size=0, max_size=4 if c.plugin_type == "inet4" else 16))
+        return bytes([len(raw)]) + raw
     return b""
 
 
@@ -179,7 +185,13 @@ def _valid_table(data: st.DataObject) -> tuple[list[ColumnInfo], bytes]:
     n = data.draw(st.integers(1, 8))
     cols = []
     for i in range(n):
-        t = data.draw(st.sampled_from(kinds))
+        t = data.draw(st.sampled_from(kinds + ["uuid", "inet6", "inet4"]))
+        if isinstance(t, str):
+            width = 4 if t == "inet4" else 16
+            cols.append(ColumnInfo(index=i, type=T.STRING, binlog_type=T.STRING,
+                                   meta=_string_meta(width), nullable=True, collation=63,
+                                   plugin_type=t))
+            continue
         meta = {T.DATETIME2: data.draw(st.integers(0, 6)), T.TIMESTAMP2: data.draw(st.integers(0, 6)),
                 T.NEWDECIMAL: (data.draw(st.integers(10, 65)) << 8) | data.draw(st.integers(0, 9)),
                 T.VARCHAR: data.draw(st.sampled_from([20, 300])), T.BLOB: 2}.get(t, 0)

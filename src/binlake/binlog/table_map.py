@@ -65,6 +65,9 @@ class ColumnInfo:
     vector_dimensions: int | None = None
     is_json: bool = False
     """MariaDB writes JSON as LONGTEXT; the schema history marks it so output stays JSON."""
+    plugin_type: str | None = None
+    """uuid | inet6 | inet4: a MariaDB type the binlog carries as BINARY(n) and only the
+    schema history names; its values are decoded to the server's text (columns/fixedbin.py)."""
 
     # Derived from type metadata -----------------------------------------------------------
     @property

@@ -26,8 +26,8 @@ from .bootstrap import TableFilter, bootstrap, default_filter, refetch
 from .ddl import ApplyContext, DdlParseError, TableChange
 from .history import BinlogPos, DdlRecord, SchemaHistory
 from .model import (
-    BINARY_COLLATION_ID, BLOB_TYPES, Catalog, Column, GEOMETRY_TYPES, INTEGER_TYPES,
-    NUMERIC_TYPES, TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
+    BINARY_COLLATION_ID, BLOB_TYPES, Catalog, Column, FIXED_BINARY_TYPES, GEOMETRY_TYPES,
+    INTEGER_TYPES, NUMERIC_TYPES, TEXT_TYPES, TableDef, binlog_shapes, column_collation_id,
 )
 
 _RESOLVED_CACHE = 4096
@@ -224,7 +224,8 @@ class SchemaTracker:
 
     # -- TableResolver ----------------------------------------------------------------------
     def resolve(self, tm: TableMapEvent) -> TableMapEvent:
-        """Fill names, signedness, charsets, labels, JSON flags and key into a TABLE_MAP."""
+        """Fill names, signedness, charsets, labels, JSON flags, UUID/INET types and key into
+        a TABLE_MAP."""
         history = self.history
         cat = history.head_catalog()
         parse = tm.columns
@@ -437,7 +438,7 @@ def _keys(changes: list[TableChange]) -> list[tuple[str, str]]:
 
 _SIG_FIELDS = operator.attrgetter(
     "binlog_type", "meta", "nullable", "name", "unsigned", "collation", "enum_values",
-    "set_values", "geometry_type", "visible", "vector_dimensions", "is_json")
+    "set_values", "geometry_type", "visible", "vector_dimensions", "is_json", "plugin_type")
 
 
 def _signature(tm: TableMapEvent) -> tuple:
@@ -521,6 +522,8 @@ def fill(tm: TableMapEvent, table: TableDef, collations: Any) -> TableMapEvent:
             vector_dimensions=c.vector_dimensions if c.vector_dimensions is not None else (
                 mc.length if mc.type == "vector" else None),
             is_json=c.is_json or json,
+            plugin_type=(mc.type if c.binlog_type == T.STRING and mc.type in FIXED_BINARY_TYPES
+                         else c.plugin_type),
         ))
     pk = tm.primary_key if tm.primary_key is not None else table.key_indexes()
     return tm.with_columns(cols, pk)

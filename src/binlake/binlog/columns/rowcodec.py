@@ -17,7 +17,7 @@ from ...errors import DecodeError
 from ...values import ABSENT, Geometry, MySQLTime
 from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
-from . import temporal
+from . import fixedbin, temporal
 from .charsets import codec_for
 from .decimal import _decoder as decimal_decoder
 from .decimal import decode_decimal
@@ -173,6 +173,10 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
         else:
             max_len = c.meta
         _length_prefixed(g, var, 1 if max_len < 256 else 2, ind)
+        if _plugin_width(c):
+            fn = g.bind(fixedbin.text_function(c.plugin_type), "i")  # type: ignore[arg-type]
+            g.emit(f"{var} = {fn}({var})", ind)
+            return
         if t == T.STRING and c.collation == 63:
             # BINARY(n) is stored without its trailing zero bytes; the value has them.
             g.emit(f"{var} = {var}.ljust({max_len}, b'\\0')", ind)
@@ -209,6 +213,13 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
     else:
         raise DecodeError(f"column {c.name or c.index + 1}: type {c.type_name} (code {t}) "
                           "cannot be decoded by binlake")
+
+
+def _plugin_width(c: ColumnInfo) -> int:
+    """The byte width of a UUID/INET6/INET4 column whose binlog shape is that type's
+    BINARY(n), else 0 (the column decodes as what the binlog says)."""
+    width = fixedbin.WIDTHS.get(c.plugin_type or "", 0)
+    return width if c.type == T.STRING and _string_max_len(c) == width else 0
 
 
 def _emit_frac(g: _Gen, at: str, fsp: int, ind: int) -> None:
@@ -253,8 +264,8 @@ _CACHE_MAX = 4096
 
 
 def _signature(columns: Sequence[ColumnInfo]) -> tuple:
-    return tuple((c.type, c.meta, c.unsigned, c.collation, c.enum_values, c.set_values, c.is_json)
-                 for c in columns)
+    return tuple((c.type, c.meta, c.unsigned, c.collation, c.enum_values, c.set_values, c.is_json,
+                  c.plugin_type) for c in columns)
 
 
 def compile_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
@@ -358,7 +369,8 @@ def _set_pow10() -> None:
 
 (OP_ABSENT, OP_INT, OP_FLOAT, OP_DOUBLE, OP_YEAR, OP_STR, OP_ENUM, OP_SET, OP_BIT, OP_DATE,
  OP_DATETIME2, OP_TIMESTAMP2, OP_TIME2, OP_DECIMAL, OP_LENCALL, OP_NONE, OP_POSCALL) = range(17)
-TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP = range(5)
+TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP, TXT_UUID, TXT_INET6, TXT_INET4 = range(8)
+_PLUGIN_MODES = {"uuid": TXT_UUID, "inet6": TXT_INET6, "inet4": TXT_INET4}
 _INT_SIZES = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 
 
@@ -421,6 +433,9 @@ def _c_op(c: ColumnInfo, partial_json: bool) -> tuple[int, int, int, int, Any]:
         return (OP_TIME2, c.fsp, 0, 0, None)
     if t in (T.VARCHAR, T.VAR_STRING, T.STRING):
         max_len = _string_max_len(c)
+        width = _plugin_width(c)
+        if width:  # UUID/INET: the pad is the type's width, the mode its text
+            return (OP_STR, 1, width, _PLUGIN_MODES[c.plugin_type], None)  # type: ignore[index]
         pad = max_len if t == T.STRING and c.collation == 63 else 0
         mode, codec = _text_mode(c, blob=False)
         return (OP_STR, 1 if max_len < 256 else 2, pad, mode, codec)

@@ -10,7 +10,11 @@ enum {
     OP_ENUM = 6, OP_SET = 7, OP_BIT = 8, OP_DATE = 9, OP_DATETIME2 = 10, OP_TIMESTAMP2 = 11,
     OP_TIME2 = 12, OP_DECIMAL = 13, OP_LENCALL = 14, OP_NONE = 15, OP_POSCALL = 16
 };
-enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3, TXT_CHARMAP = 4 };
+enum { TXT_BYTES = 0, TXT_UTF8 = 1, TXT_CODEC = 2, TXT_UTF8_OR_BYTES = 3, TXT_CHARMAP = 4,
+       /* MariaDB's UUID, INET6, INET4 (BINARY(16)/(4) in the binlog): the server's text;
+          the op's b is the type's width */
+       TXT_UUID = 5, TXT_INET6 = 6, TXT_INET4 = 7 };
+#define FBT_TEXT_MAX 48  /* longest UUID/INET text, with room to spare */
 
 typedef struct {
     int op, a, b, c;

@@ -146,6 +146,14 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
         Py_ssize_t len = (Py_ssize_t)le(b + p, op->a);
         NEEDI(op->a + len);
         const unsigned char *s = b + p + op->a;
+        if (op->c >= TXT_UUID) {
+            char t[FBT_TEXT_MAX + 2];
+            int k = fbt_text(op->c, op->b, s, len, t + 1);
+            if (k < 0) return -1;
+            t[0] = '"'; t[k + 1] = '"';
+            *pp = p + op->a + len;
+            return put(o, t, k + 2);
+        }
         if (op->b && len < op->b) {  /* BINARY(n): the value has its trailing zero bytes */
             unsigned char *padded = PyMem_Malloc(op->b);
             if (padded == NULL) { PyErr_NoMemory(); return -1; }

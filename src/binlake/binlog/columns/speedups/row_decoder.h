@@ -317,6 +317,12 @@ static int RowDecoder_init(RowDecoder *self, PyObject *args, PyObject *kw) {
             PyErr_SetString(PyExc_TypeError, "ENUM/SET labels must be a tuple or None");
             goto fail;
         }
+        if (op->op == OP_STR && (op->c < TXT_BYTES || op->c > TXT_INET4
+                                 || (op->c >= TXT_UUID && op->b != (op->c == TXT_INET4 ? 4 : 16)))) {
+            PyErr_Format(PyExc_ValueError, "column %zd: text mode %d (width %d) out of range",
+                         i, op->c, op->b);
+            goto fail;
+        }
         if (op->op == OP_STR && op->c == TXT_CODEC) {
             if (!PyUnicode_Check(obj)) { PyErr_SetString(PyExc_TypeError, "codec must be a str"); goto fail; }
             op->codec = PyUnicode_AsUTF8(obj);

@@ -5,6 +5,68 @@
 #ifndef BINLAKE_SPEEDUPS_VALUES_H
 #define BINLAKE_SPEEDUPS_VALUES_H
 
+static int put_dotted(char *d, const unsigned char *s) {
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned v = s[i];
+        if (v >= 100) d[k++] = (char)('0' + v / 100);
+        if (v >= 10) d[k++] = (char)('0' + v / 10 % 10);
+        d[k++] = (char)('0' + v % 10);
+        if (i < 3) d[k++] = '.';
+    }
+    return k;
+}
+
+/* A UUID/INET6/INET4 value (len <= width bytes; the missing trailing ones are zeros) ->
+   its text in d (FBT_TEXT_MAX bytes), as fixedbin.py writes it; the length, or -1 with
+   DecodeError for a value longer than its type. */
+static int fbt_text(int mode, int width, const unsigned char *s, Py_ssize_t len, char *d) {
+    static const char HEX[] = "0123456789abcdef";
+    unsigned char v[16];
+    if (len > width) {
+        PyErr_Format(g_decode_error, "%s value of %zd bytes; the type has %d",
+                     mode == TXT_UUID ? "UUID" : mode == TXT_INET6 ? "INET6" : "INET4", len, width);
+        return -1;
+    }
+    memcpy(v, s, (size_t)len);
+    memset(v + len, 0, (size_t)(width - len));
+    int k = 0;
+    if (mode == TXT_INET4) return put_dotted(d, v);
+    if (mode == TXT_UUID) {
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) d[k++] = '-';
+            d[k++] = HEX[v[i] >> 4];
+            d[k++] = HEX[v[i] & 15];
+        }
+        return k;
+    }
+    unsigned w[8];
+    int gap = -1, gap_len = 0, run = -1;
+    for (int i = 0; i < 8; i++) w[i] = (unsigned)(v[2 * i] << 8 | v[2 * i + 1]);
+    for (int i = 0; i <= 8; i++) {   /* the first longest run of zero groups */
+        if (i < 8 && w[i] == 0) { if (run < 0) run = i; }
+        else if (run >= 0) { if (i - run > gap_len) { gap = run; gap_len = i - run; } run = -1; }
+    }
+    for (int i = 0; i < 8; ) {
+        if (i == gap) {
+            if (i == 0) d[k++] = ':';
+            d[k++] = ':';
+            i += gap_len;
+            continue;
+        }
+        if (i == 6 && gap == 0 && (gap_len == 6 || (gap_len == 5 && w[5] == 0xFFFF)))
+            return k + put_dotted(d + k, v + 12);   /* IPv4-compatible or -mapped */
+        int started = 0;
+        for (int sh = 12; sh >= 0; sh -= 4) {
+            unsigned x = (w[i] >> sh) & 15;
+            if (x || started || sh == 0) { d[k++] = HEX[x]; started = 1; }
+        }
+        if (i < 7) d[k++] = ':';
+        i++;
+    }
+    return k;
+}
+
 static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
     PyObject *v;
     uint8_t *guess = (uint8_t *)&op->kind_guess;  /* (a guess, not the column's definition) */
@@ -220,7 +282,11 @@ static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned 
         Py_ssize_t len = (Py_ssize_t)le(b + p, op->a);
         p += op->a;
         NEED(len);
-        if (op->b && len < op->b) {   /* BINARY(n): stored without its trailing zero bytes */
+        if (op->c >= TXT_UUID) {
+            char t[FBT_TEXT_MAX];
+            int k = fbt_text(op->c, op->b, b + p, len, t);
+            v = k < 0 ? NULL : PyUnicode_DecodeASCII(t, k, NULL);
+        } else if (op->b && len < op->b) {   /* BINARY(n): stored without its trailing zero bytes */
             v = PyBytes_FromStringAndSize(NULL, op->b);
             if (v != NULL) {
                 memcpy(PyBytes_AS_STRING(v), b + p, len);
