@@ -118,8 +118,8 @@ _CHUNKABLE = frozenset({*INTEGER_TYPES, "year", "decimal", "float", "double", "d
                         "datetime", "timestamp", "time", "char", "varchar", "binary",
                         "varbinary"})
 """Key types whose SQL range predicates order exactly as ORDER BY does (ENUM/SET/BIT do not)."""
-_UNSUPPORTED = frozenset({"uuid", "inet4", "inet6", "vector"})
-"""Types whose SELECT text is not what the binlog carries (MariaDB stores them transformed)."""
+_UNSUPPORTED = frozenset({"vector"})
+"""Types whose SELECT text the snapshot cannot turn into what the binlog path writes."""
 
 
 class SnapshotError(BinlakeError):
@@ -386,6 +386,8 @@ def _fragment_fn(col: ColumnSpec, mariadb: bool = False) -> Callable[[Any], str]
         return lambda b: '"' + base64.b64encode(b).decode("ascii") + '"'
     if t in GEOMETRY_TYPES:
         return lambda b: dumps(json_value(Geometry.from_storage(b)))
+    if t in ("uuid", "inet6", "inet4"):  # SELECT gives the server's text, as the binlog path
+        return lambda s: json_string(s.decode("ascii") if isinstance(s, bytes) else s)
     if t in TEXT_TYPES:
         return json_string
     raise SnapshotError(f"column {col.name}: type {t} is not supported by the snapshot")
@@ -597,13 +599,16 @@ class ChunkResult:
 
 
 class _ShapeGuard:
-    """Backfill resolver: the TABLE_MAP must have the planned columns; JSON columns are marked
-    (MariaDB's JSON is LONGTEXT); DDL touching the table stops the chunk."""
+    """Backfill resolver: the TABLE_MAP must have the planned columns; JSON columns (MariaDB's
+    JSON is LONGTEXT) and UUID/INET columns (BINARY(n)) are marked; DDL touching the table
+    stops the chunk."""
 
     def __init__(self, t: SnapshotTable) -> None:
         self.t = t
         self._names = t.spec.names
-        self._json = {i for i, c in enumerate(t.spec.columns) if c.type == "json"}
+        self._marks = {i: {"is_json": True} if c.type == "json" else {"plugin_type": c.type}
+                       for i, c in enumerate(t.spec.columns)
+                       if c.type in ("json", "uuid", "inet6", "inet4")}
         self._seen: dict[int, tuple[Any, Any]] = {}
         """id(columns of a parsed TABLE_MAP) -> (those columns, the map made from the first
         one, or None if it was handed on as it was). The decoder hands out the same bytes'
@@ -641,10 +646,10 @@ class _ShapeGuard:
                                 f"{tm.column_names}, the snapshot read {self._names}",
                                 hint="the table changed shape during the snapshot; run it again")
         out = tm
-        if self._json:
+        if self._marks:
             from dataclasses import replace
 
-            out = tm.with_columns([replace(c, is_json=True) if i in self._json else c
+            out = tm.with_columns([replace(c, **self._marks[i]) if i in self._marks else c
                                    for i, c in enumerate(tm.columns)], tm.primary_key)
         make_room(self._seen)
         self._seen[id(parse)] = (parse, None if out is orig else out)

@@ -88,8 +88,6 @@ class TableSpec:
             kind = "json" if getattr(c, "is_json", False) else c.type
             if kind in TEXT_TYPES and str(c.charset or "").lower() == "binary":
                 kind = {"char": "binary", "varchar": "varbinary"}.get(kind, "blob")
-            if kind in ("uuid", "inet6", "inet4"):
-                kind = "binary"
             precision = c.length if kind == "bit" else c.precision
             cols.append(ColumnSpec(c.name, kind, bool(c.unsigned), precision, c.scale,
                                    c.fsp or 0, bool(c.nullable)))
@@ -112,6 +110,8 @@ def _column_from_binlog(name: str, c: Any) -> ColumnSpec:
     binary = c.collation == 63
     if c.is_json:
         kind = "json"
+    elif c.plugin_type:
+        kind = c.plugin_type  # uuid, inet6, inet4: decoded to their text
     elif t in simple:
         kind = simple[t]
     elif t == T.NEWDECIMAL:
@@ -175,7 +175,8 @@ def spark_type(c: ColumnSpec, zero_dates: str = "null") -> "DataType":
                               st.StructField("wkb", st.BinaryType())])
     if t == "vector":
         return st.ArrayType(st.FloatType())
-    # char/varchar/text/enum/set, json (its text), time (+-838h), decimal > 38 digits, null
+    # char/varchar/text/enum/set, json (its text), time (+-838h), decimal > 38 digits, null,
+    # MariaDB's uuid/inet6/inet4 (the server's text)
     return st.StringType()
 
 

@@ -58,8 +58,6 @@ def spec_from_entry(entry: dict[str, Any]) -> TableSpec | None:
         kind = "json" if c.get("json") else parsed.type
         if kind in TEXT_TYPES and str(c.get("charset") or "").lower() == "binary":
             kind = {"char": "binary", "varchar": "varbinary"}.get(kind, "blob")
-        if kind in ("uuid", "inet6", "inet4"):
-            kind = "binary"
         precision = parsed.length if kind == "bit" else parsed.precision
         cols.append(ColumnSpec(c["name"], kind, bool(parsed.unsigned), precision, parsed.scale,
                                parsed.fsp or 0, bool(c.get("nullable", True))))
