@@ -48,6 +48,9 @@ CORPUS_FILE = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.
     (ColumnSpec("c", "longblob"), "binary"),
     (ColumnSpec("c", "geometry"), "struct<srid:bigint,wkb:binary>"),
     (ColumnSpec("c", "vector"), "array<float>"),
+    (ColumnSpec("c", "uuid"), "string"),  # MariaDB's UUID/INET: the server's text
+    (ColumnSpec("c", "inet6"), "string"),
+    (ColumnSpec("c", "inet4"), "string"),
 ])
 def test_spark_types(col: ColumnSpec, expected: str) -> None:
     assert spark_type(col).simpleString() == expected
@@ -67,6 +70,29 @@ def test_information_schema_rows() -> None:
     assert column_from_information_schema(row).type == "varbinary"
     row = ("at", "datetime", "datetime(3)", None, None, 3, "YES", None)
     assert column_from_information_schema(row).fsp == 3
+    row = ("u", "uuid", "uuid", None, None, None, "YES", None)
+    assert spark_type(column_from_information_schema(row)).simpleString() == "string"
+
+
+def test_uuid_and_inet_of_the_schema_history_are_strings() -> None:
+    """A history column of MariaDB's UUID/INET types, and the TABLE_MAP column it marks
+    (BINARY(16)/(4) in the binlog), type as strings; an unmarked BINARY(16) stays binary."""
+    from binlake.binlog.constants import ColumnType as T
+    from binlake.binlog.table_map import ColumnInfo, TableMapEvent
+    from binlake.schema.model import Column, TableDef
+    from binlake.spark.typing import TableSpec
+
+    td = TableDef("db", "t", (Column("u", "uuid"), Column("a", "inet6"), Column("b", "inet4")))
+    assert [c.type for c in TableSpec.from_table_def(td).columns] == ["uuid", "inet6", "inet4"]
+    cols = [ColumnInfo(index=i, type=T.STRING, binlog_type=T.STRING, meta=(T.STRING << 8) | 16,
+                       nullable=True, name=n, collation=63, plugin_type=k)
+            for i, (n, k) in enumerate([("u", "uuid"), ("raw", None)])]
+    tm = TableMapEvent.__new__(TableMapEvent)
+    for name, value in (("columns", cols), ("schema", "db"), ("table", "t"),
+                        ("primary_key", None), ("row_decoders", {})):
+        object.__setattr__(tm, name, value)
+    spec = TableSpec.from_table_map(tm)
+    assert [spark_type(c).simpleString() for c in spec.columns] == ["string", "binary"]
 
 
 def _expected(c: ColumnSpec, v: Any) -> Any:
