@@ -139,6 +139,33 @@ def test_column_diff_and_defaults_from_the_statement() -> None:
     assert undone.names == ["id", "a", "old", "e", "bin", "doc"]
 
 
+def test_defaults_of_uuid_and_inet_columns_are_the_servers_text() -> None:
+    """What a live 10.11 put into existing rows for these added columns (SELECT after the
+    ALTER): the implicit zero values, and literals in the server's text."""
+    log = Binlog(None)
+    log.ddl("CREATE TABLE t (id INT PRIMARY KEY)")
+    before = evolve.spec_from_entry(json.loads(log.records[-1][-1])["tables"][0])
+    log.ddl("ALTER TABLE t ADD u UUID NOT NULL, ADD a INET6 NOT NULL, ADD b INET4 NOT NULL, "
+            "ADD u2 UUID DEFAULT 'A0EEBC99-9C0B4EF8-BB6D-6BB9BD380A11', "
+            "ADD a2 INET6 DEFAULT '::FFFF:1.2.3.4', ADD b2 INET4 DEFAULT '001.2.3.4', "
+            "ADD a3 INET6 DEFAULT '0:0::1', ADD b3 INET4 DEFAULT '1.2.3'")
+    rec = log.records[-1]
+    doc = json.loads(rec[-1])
+    entry = doc["tables"][0]
+    after = evolve.spec_from_entry(entry)
+    assert before is not None and after is not None and after.column("u").type == "uuid"
+    step = evolve.DdlStep(rec[10], 0, doc["kind"], entry["change"], (DB, "t"), None, entry,
+                          doc["statement"], DB, int(TS.timestamp()), FILE, rec[4])
+    diff = evolve.analyze(step, before.names, after)
+    got = {n: evolve.evaluate_default(a, after.column(n), step.ts) for n, a in diff.added.items()}
+    assert got["u"] == ("00000000-0000-0000-0000-000000000000", None)
+    assert got["a"] == ("::", None) and got["b"] == ("0.0.0.0", None)
+    assert got["u2"] == ("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", None)
+    assert got["a2"] == ("::ffff:1.2.3.4", None) and got["b2"] == ("1.2.3.4", None)
+    assert got["a3"] == ("::1", None)
+    assert got["b3"][0] is None  # not a value the server accepts: not guessed
+
+
 def test_shapes_round_trip_through_table_properties() -> None:
     log = Binlog(None)
     log.ddl("CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(12,3), ts DATETIME(6) "

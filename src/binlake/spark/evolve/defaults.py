@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from ...binlog.columns import fixedbin
 from ...schema import ddl as sqlddl
 from ..typing import BINARY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES, ColumnSpec
 from .statement import Added
@@ -52,6 +53,8 @@ def _implicit(col: ColumnSpec, labels: tuple[str, ...]) -> tuple[str | None, str
         return "", None
     if t in BINARY_TYPES and t != "binary":
         return "", None
+    if t in fixedbin.WIDTHS:  # UUID/INET: all zero bytes ('::', '0.0.0.0', ...)
+        return fixedbin.text_function(t)(b""), None
     frac = "." + "0" * col.fsp if col.fsp else ""
     if t == "date":
         return "0000-00-00", None
@@ -154,6 +157,9 @@ def _literal(toks: list[sqlddl.Tok], col: ColumnSpec, p: sqlddl.ColumnSpec, ts: 
         return unknown
     if kind != "str":
         return unknown
+    if t in fixedbin.WIDTHS:
+        raw = _fixed_binary(t, value)
+        return (fixedbin.text_function(t)(raw), None) if raw is not None else unknown
     if t == "time":
         m = _TIME.match(value.strip())
         if not m or len(m.group(5) or "") > col.fsp:
@@ -178,3 +184,28 @@ def _literal(toks: list[sqlddl.Tok], col: ColumnSpec, p: sqlddl.ColumnSpec, ts: 
                           "zone, which the binlog does not carry")
         return f"{date}T{hh:02d}:{mi:02d}:{ss:02d}{frac}", None
     return unknown
+
+
+def _fixed_binary(t: str, text: str) -> bytes | None:
+    """A UUID/INET6/INET4 literal as MariaDB reads it -> its bytes (None: not one binlake
+    reads as the server does)."""
+    import ipaddress
+
+    if t == "uuid":  # hex digit pairs, hyphens between them
+        digits = text.replace("-", "")
+        if len(digits) != 32 or text[:1] == "-" or text[-1:] == "-" or not all(
+                c in "0123456789abcdefABCDEF" for c in digits):
+            return None
+        return bytes.fromhex(digits)
+    if t == "inet4":  # four decimal groups of 1-3 digits (leading zeros allowed)
+        parts = text.split(".")
+        if len(parts) != 4 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255
+                                      for p in parts):
+            return None
+        return bytes(int(p) for p in parts)
+    if "%" in text:  # a scope id: not an INET6 value
+        return None
+    try:
+        return ipaddress.IPv6Address(text).packed
+    except ValueError:
+        return None
