@@ -174,7 +174,7 @@ def _emit_column(g: _Gen, c: ColumnInfo, var: str, ind: int, partial_json: bool)
             max_len = c.meta
         _length_prefixed(g, var, 1 if max_len < 256 else 2, ind)
         if _plugin_width(c):
-            fn = g.bind(fixedbin.text_function(c.plugin_type), "i")  # type: ignore[arg-type]
+            fn = g.bind(fixedbin.text_function(str(c.plugin_type)), "i")
             g.emit(f"{var} = {fn}({var})", ind)
             return
         if t == T.STRING and c.collation == 63:
@@ -369,7 +369,8 @@ def _set_pow10() -> None:
 
 (OP_ABSENT, OP_INT, OP_FLOAT, OP_DOUBLE, OP_YEAR, OP_STR, OP_ENUM, OP_SET, OP_BIT, OP_DATE,
  OP_DATETIME2, OP_TIMESTAMP2, OP_TIME2, OP_DECIMAL, OP_LENCALL, OP_NONE, OP_POSCALL) = range(17)
-TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP, TXT_UUID, TXT_INET6, TXT_INET4 = range(8)
+(TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP, TXT_UUID, TXT_INET6,
+ TXT_INET4) = range(8)
 _PLUGIN_MODES = {"uuid": TXT_UUID, "inet6": TXT_INET6, "inet4": TXT_INET4}
 _INT_SIZES = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 
@@ -435,7 +436,7 @@ def _c_op(c: ColumnInfo, partial_json: bool) -> tuple[int, int, int, int, Any]:
         max_len = _string_max_len(c)
         width = _plugin_width(c)
         if width:  # UUID/INET: the pad is the type's width, the mode its text
-            return (OP_STR, 1, width, _PLUGIN_MODES[c.plugin_type], None)  # type: ignore[index]
+            return (OP_STR, 1, width, _PLUGIN_MODES[str(c.plugin_type)], None)
         pad = max_len if t == T.STRING and c.collation == 63 else 0
         mode, codec = _text_mode(c, blob=False)
         return (OP_STR, 1 if max_len < 256 else 2, pad, mode, codec)
