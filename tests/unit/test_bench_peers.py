@@ -104,3 +104,25 @@ def test_peer_output_is_checked_and_removed(tmp_path: Path) -> None:
     out.write_text('{"op":"insert"}\n')  # a line short of the rows it claims: void
     with pytest.raises(BenchError, match="wrote 1 lines"):
         runner.parse(ctx, _stats(line))
+
+
+def test_text_output_is_checked_a_head_per_row(tmp_path: Path) -> None:
+    from binlake.bench.runners import BinlakeDecodeText
+
+    ctx = _ctx(tmp_path)
+    runner = BinlakeDecodeText()
+    out = ctx.workdir / "binlake-decode-text.txt"
+    record = "### {} db.t  at f:4 row 0\n###   after:\n###     id=1\n"
+    # the second head straddles the 8 MiB read boundary
+    filler = "###     s=\"" + "x" * ((8 << 20) - 64) + "\"\n"
+    text = record.format("INSERT") + filler
+    text += "\n" * ((8 << 20) - 5 - len(text.encode()))
+    text += record.format("UPDATE") + record.format("DELETE")
+    stats = ProcStats(returncode=0, wall_s=1.0, user_s=0.5, sys_s=0.1, max_rss_kb=1000,
+                      stdout="", stderr_tail='{"rows": 3, "seconds": 0.2}')
+    out.write_text(text)
+    assert runner.parse(ctx, stats)[:2] == (3, 0.2)
+    assert not out.exists()
+    out.write_text(text.replace("### DELETE", "#   DELETE"))
+    with pytest.raises(BenchError, match="2 record heads"):
+        runner.parse(ctx, stats)

@@ -382,6 +382,41 @@ class BinlakeDecodeJsonl(BinlakeDecode):
                               self.label)
 
 
+class BinlakeDecodeText(BinlakeDecode):
+    """binlake decode FILES --output text --stats > FILE: the text records (a head line per
+    row change, then its images) into a file, checked a head per row and removed. Opt-in."""
+
+    name = "binlake-decode-text"
+    HEADS = (b"\n### INSERT ", b"\n### UPDATE ", b"\n### DELETE ")
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = super().command(ctx)
+        cmd[cmd.index("null")] = "text"
+        return cmd
+
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        return ctx.workdir / f"{self.label}.txt"
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        path = ctx.workdir / f"{self.label}.txt"
+        heads = size = 0
+        tail = b"\n"  # (the file's first line counts as if after a newline)
+        with open(path, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                data = tail + chunk
+                heads += sum(data.count(h) for h in self.HEADS)
+                size += len(chunk)
+                tail = data[-12:]  # a head split across two reads is counted once
+                heads -= sum(tail.count(h) for h in self.HEADS)
+        heads += sum(tail.count(h) for h in self.HEADS)
+        path.unlink()
+        line = _last_json_line(stats.stderr_tail)
+        rows = int(line["rows"])
+        if heads != rows:
+            raise BenchError(f"{self.label} wrote {heads} record heads ({size} bytes) for {rows} rows")
+        return rows, line.get("seconds"), {"output_bytes": size}
+
+
 class BinlakeStreamJsonl(BinlakeStream):
     """binlake stream URL --start FIRST:4 --until-end --output jsonl --out FILE --stats: the
     JSON lines of a live stream into a file (checked and removed after each run)."""
@@ -620,7 +655,8 @@ def _mariadb_binlog() -> str:
 
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
-    r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeJobs, BinlakeStream,
+    r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeText, BinlakeDecodeJobs,
+                        BinlakeStream,
                         BinlakeStreamJsonl, PmrStream, MariadbBinlogVV, MariadbBinlogVVFile,
                         RawTransfer, TransferFloor, BinlakeArrow, BinlakeArrowJobs,
                         GoMysqlFileJsonl, BcjFileJsonl, BcjStreamJsonl)
