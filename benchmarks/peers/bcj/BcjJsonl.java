@@ -432,13 +432,14 @@ public final class BcjJsonl {
         client.registerEventListener(e -> {
             if (done.getCount() == 0) return;
             try {
-                if (e.getHeader().getEventType() == EventType.ROTATE) {
-                    file[0] = ((RotateEventData) e.getData()).getBinlogFilename();
-                }
                 peer.onEvent(e);
+                // (a ROTATE's own position is in the file it ends, before the name changes)
                 long next = ((EventHeaderV4) e.getHeader()).getNextPosition();
                 if (file[0].compareTo(last) > 0 || (file[0].equals(last) && next >= end)) {
                     done.countDown();
+                }
+                if (e.getHeader().getEventType() == EventType.ROTATE) {
+                    file[0] = ((RotateEventData) e.getData()).getBinlogFilename();
                 }
             } catch (Exception ex) {
                 failure[0] = ex;
