@@ -23,9 +23,12 @@ for part in "${parts[@]}"; do
     java)
       lib="$dest/bcj"
       rm -rf "$lib" && mkdir -p "$lib/classes"
-      mvn -q -B dependency:copy \
-        -Dartifact="com.zendesk:mysql-binlog-connector-java:$bcj_version" \
-        -DoutputDirectory="$lib"
+      if ! mvn -q -B dependency:copy \
+          -Dartifact="com.zendesk:mysql-binlog-connector-java:$bcj_version" \
+          -DoutputDirectory="$lib" > "$lib/mvn.log" 2>&1; then
+        cat "$lib/mvn.log" >&2
+        exit 1
+      fi
       jar="$lib/mysql-binlog-connector-java-$bcj_version.jar"
       javac -d "$lib/classes" -cp "$jar" "$here/bcj/BcjJsonl.java"
       cat > "$dest/bcj-jsonl" <<LAUNCHER
