@@ -4,17 +4,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
 from binlake.bench.cli import BenchConfig, run_benchmark
 from binlake.bench.runners import DEFAULT_TOOLS
 from binlake.bench.workload import TABLES
 from binlake.devserver import DevServer
 
 
-def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) -> None:
+def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> None:
     server = mariadb_factory()  # private: the benchmark rotates the binlog and drops its schema
+    monkeypatch.setenv("BINLAKE_PEERS", str(tmp_path / "no-peers"))  # (none built: skipped)
     cfg = BenchConfig(scale=1200, repeat=1, seed=5, workdir=tmp_path, timeout=120,
-                      tools=(*DEFAULT_TOOLS, "transfer-floor"))
-    doc = run_benchmark(cfg, echo=lambda s: None, server=server)
+                      tools=(*DEFAULT_TOOLS, "transfer-floor", "bcj-stream-jsonl"))
+    said: list[str] = []
+    doc = run_benchmark(cfg, echo=said.append, server=server)
 
     expected = doc["workload"]["counts"]
     assert expected["total"] == 1200
@@ -44,6 +49,10 @@ def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path) 
     assert by_label["transfer-floor"]["rows"] is None
     for m in doc["measurements"]:
         assert m["wall_s"] > 0 and m["max_rss_kb"] > 0
+    # an opt-in peer that is not built: one line, listed as skipped, never run
+    assert list(doc["config"]["skipped"]) == ["bcj-stream-jsonl"]
+    assert "bcj-stream-jsonl" not in by_label
+    assert [s for s in said if s.startswith("bcj-stream-jsonl: skipped")]
     assert {r["label"] for r in doc["summary"]} == set(by_label)
 
 

@@ -353,6 +353,10 @@ def run_benchmark(cfg: BenchConfig, echo: Echo = click.echo, server: Any = None)
         if cfg.per_table:
             runners += [ALL_RUNNERS[t](table) for table in TABLES for t in PER_TABLE_TOOLS
                         if t in cfg.tools]
+        skipped = {rn.label: note for rn in runners if (note := rn.missing())}
+        for note in skipped.values():
+            echo(note)
+        runners = [rn for rn in runners if rn.label not in skipped]
         measurements: list[Measurement] = []
         for r in range(cfg.repeat):
             for runner in runners:  # interleaved: A B C ..., A B C ...
@@ -374,7 +378,8 @@ def run_benchmark(cfg: BenchConfig, echo: Echo = click.echo, server: Any = None)
                   "url": (cfg.url.split("@")[-1] if cfg.url else None),
                   "annotate_rows": cfg.annotate if started else None,
                   "max_binlog_size": cfg.max_binlog_size if started else None,
-                  "commands": {rn.label: _masked(rn.command(ctx), ctx.password) for rn in runners}}
+                  "commands": {rn.label: _masked(rn.command(ctx), ctx.password) for rn in runners},
+                  "skipped": skipped}
         workload_doc = {"seed": cfg.seed, "scale": cfg.scale, "mix": cfg.mix, "counts": expected,
                         "load_seconds": round(loaded.seconds, 2),
                         "transactions": loaded.transactions, "statements": loaded.statements,

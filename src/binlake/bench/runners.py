@@ -235,6 +235,10 @@ class Runner(ABC):
         """A file the tool's stdout goes to (its output, timed as written), or None."""
         return None
 
+    def missing(self) -> str | None:
+        """Why this contestant cannot run here (one line), or None when it can."""
+        return None
+
     def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
         """(rows reported, the tool's own seconds, extra facts) from a finished run."""
         line = _last_json_line(stats.stdout)
@@ -378,6 +382,41 @@ class BinlakeDecodeJsonl(BinlakeDecode):
                               self.label)
 
 
+class BinlakeDecodeText(BinlakeDecode):
+    """binlake decode FILES --output text --stats > FILE: the text records (a head line per
+    row change, then its images) into a file, checked a head per row and removed. Opt-in."""
+
+    name = "binlake-decode-text"
+    HEADS = (b"\n### INSERT ", b"\n### UPDATE ", b"\n### DELETE ")
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        cmd = super().command(ctx)
+        cmd[cmd.index("null")] = "text"
+        return cmd
+
+    def stdout_path(self, ctx: BenchContext) -> Path | None:
+        return ctx.workdir / f"{self.label}.txt"
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        path = ctx.workdir / f"{self.label}.txt"
+        heads = size = 0
+        tail = b"\n"  # (the file's first line counts as if after a newline)
+        with open(path, "rb") as fh:
+            while chunk := fh.read(8 << 20):
+                data = tail + chunk
+                heads += sum(data.count(h) for h in self.HEADS)
+                size += len(chunk)
+                tail = data[-12:]  # a head split across two reads is counted once
+                heads -= sum(tail.count(h) for h in self.HEADS)
+        heads += sum(tail.count(h) for h in self.HEADS)
+        path.unlink()
+        line = _last_json_line(stats.stderr_tail)
+        rows = int(line["rows"])
+        if heads != rows:
+            raise BenchError(f"{self.label} wrote {heads} record heads ({size} bytes) for {rows} rows")
+        return rows, line.get("seconds"), {"output_bytes": size}
+
+
 class BinlakeStreamJsonl(BinlakeStream):
     """binlake stream URL --start FIRST:4 --until-end --output jsonl --out FILE --stats: the
     JSON lines of a live stream into a file (checked and removed after each run)."""
@@ -442,6 +481,82 @@ class MariadbBinlogVVFile(MariadbBinlogVV):
         size = path.stat().st_size
         path.unlink()
         return None, None, {"output_bytes": size}
+
+
+PEERS_BUILD = "benchmarks/peers/build.sh"
+
+
+def peers_dir() -> Path:
+    """Where benchmarks/peers/build.sh puts the peer programs ($BINLAKE_PEERS overrides)."""
+    return Path(os.environ.get("BINLAKE_PEERS") or Path.home() / ".cache" / "binlake" / "peers")
+
+
+class PeerJsonl(Runner):
+    """A peer library's row changes as JSON lines into a file, by our own small program over
+    it (benchmarks/peers/), which prints a stats line with its rows per table and op. Opt-in,
+    and skipped with a note until benchmarks/peers/build.sh has built the program."""
+
+    program = ""
+
+    def program_path(self) -> Path:
+        return peers_dir() / self.program
+
+    def missing(self) -> str | None:
+        path = self.program_path()
+        if os.access(path, os.X_OK):
+            return None
+        return f"{self.name}: skipped, {path} is not built (run {PEERS_BUILD})"
+
+    def prepare(self, ctx: BenchContext) -> None:
+        _lines_out(ctx, self.label).unlink(missing_ok=True)
+
+    def parse(self, ctx: BenchContext, stats: ProcStats) -> tuple[int | None, float | None, dict[str, Any]]:
+        line = _last_json_line(stats.stdout)
+        rows, seconds, extra = _jsonl_checked(_lines_out(ctx, self.label), line, self.label)
+        return rows, seconds, {**extra, "tables": line.get("tables")}
+
+
+class GoMysqlFileJsonl(PeerJsonl):
+    """go-mysql's replication.BinlogParser.ParseFile over FILES (CRC32 checked), each row
+    change written as a JSON line into a file (benchmarks/peers/gomysql)."""
+
+    name = "go-mysql-file-jsonl"
+    program = "gomysql-jsonl"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        return [str(self.program_path()), "-out", str(_lines_out(ctx, self.label)),
+                *[str(p) for p in ctx.files]]
+
+
+class BcjFileJsonl(PeerJsonl):
+    """mysql-binlog-connector-java's BinaryLogFileReader over FILES (it skips checksums
+    without checking them), each row change written as a JSON line into a file
+    (benchmarks/peers/bcj)."""
+
+    name = "bcj-file-jsonl"
+    program = "bcj-jsonl"
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        return [str(self.program_path()), "file", str(_lines_out(ctx, self.label)),
+                *[str(p) for p in ctx.files]]
+
+
+class BcjStreamJsonl(PeerJsonl):
+    """mysql-binlog-connector-java's BinaryLogClient replicating from the bench's server from
+    FIRST:4 to the end of the workload's last file, each row change written as a JSON line
+    into a file (benchmarks/peers/bcj)."""
+
+    name = "bcj-stream-jsonl"
+    program = "bcj-jsonl"
+    needs_server = True
+
+    def command(self, ctx: BenchContext) -> list[str]:
+        last = ctx.files[-1]
+        return [str(self.program_path()), "stream", str(_lines_out(ctx, self.label)), ctx.host,
+                str(ctx.port), ctx.user, ctx.first_file, last.name, str(last.stat().st_size)]
+
+    def env(self, ctx: BenchContext) -> dict[str, str]:
+        return {**os.environ, "MYSQL_PWD": ctx.password}  # kept out of argv and JSON
 
 
 class RawTransfer(Runner):
@@ -540,10 +655,11 @@ def _mariadb_binlog() -> str:
 
 
 ALL_RUNNERS: dict[str, type[Runner]] = {
-    r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeJobs, BinlakeStream,
+    r.name: r for r in (BinlakeDecode, BinlakeDecodeJsonl, BinlakeDecodeText, BinlakeDecodeJobs,
+                        BinlakeStream,
                         BinlakeStreamJsonl, PmrStream, MariadbBinlogVV, MariadbBinlogVVFile,
-                        RawTransfer,
-                        TransferFloor, BinlakeArrow, BinlakeArrowJobs)
+                        RawTransfer, TransferFloor, BinlakeArrow, BinlakeArrowJobs,
+                        GoMysqlFileJsonl, BcjFileJsonl, BcjStreamJsonl)
 }
 DEFAULT_TOOLS = ("binlake-decode", "binlake-decode-jsonl", "binlake-decode-jobs",
                  "binlake-stream", "binlake-stream-jsonl", "pmr-stream", "mariadb-binlog-vv",
