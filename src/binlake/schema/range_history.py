@@ -1,0 +1,151 @@
+"""A schema history for a stream that starts at a past position with none saved for it.
+
+information_schema shows the tables as they are now. Read together with the DDL logged
+between the start and now, it tells every tracked table's shape at the start, or that it
+cannot be told:
+
+- a table no statement in the range touches has its shape of now (information_schema);
+- a table whose first statement in the range is a plain CREATE TABLE did not exist at the
+  start: the replay of that CREATE (and of what follows) gives its shapes;
+- any other table touched (first by ALTER, RENAME, DROP, CREATE OR REPLACE, CREATE ... IF NOT
+  EXISTS, or by a statement the parser cannot read) existed at the start in a shape nothing
+  here records: it is *opaque* until a statement defines it anew, and the tracker refuses its
+  rows by name rather than guess (SchemaTracker, `SchemaHistory.opaque`).
+
+The QUERY events come from the caller, so any reader of the binlog serves: a replication dump
+(binlake.replica.range_schema) or SHOW BINLOG EVENTS (bootstrap.iter_queries). No I/O here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, NamedTuple
+
+from . import ddl
+from .history import BinlogPos, SchemaHistory, TableKey
+from .model import Catalog
+
+_DDL_WORDS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"})
+
+
+class LoggedQuery(NamedTuple):
+    """One QUERY event of the range: where, its default schema, its text, its sql_mode."""
+
+    pos: BinlogPos
+    schema: str
+    text: str
+    sql_mode: int = 0
+
+
+@dataclass
+class RangeDdl:
+    """What the DDL of a range says about the tracked tables' shapes at its start."""
+
+    created: set[TableKey] = field(default_factory=set)
+    """First met as the target of a CREATE (or RENAME) that needs it absent: absent at start."""
+    opaque: dict[TableKey, str] = field(default_factory=dict)
+    """Existed at the start in an unknown shape: why (the first statement and its position)."""
+    everything: str | None = None
+    """A DDL statement that names no table the parser can find (it may touch any): why."""
+
+    @property
+    def touched(self) -> set[TableKey]:
+        return self.created | set(self.opaque)
+
+
+def classify(queries: Iterable[LoggedQuery], cat: Catalog,
+             tracked: Callable[[str, str], bool]) -> RangeDdl:
+    """Sort the tracked tables the range's statements touch by what is known of them at its
+    start (`cat`: the catalog of now, for name folding and the tables of a dropped database)."""
+    out = RangeDdl()
+    seen: set[TableKey] = set()
+
+    def touch(key: TableKey, absent_before: bool, why: str) -> None:
+        if key in seen or not tracked(*key):
+            return
+        seen.add(key)
+        if absent_before:
+            out.created.add(key)
+        else:
+            out.opaque[key] = why
+
+    for q in queries:
+        words = q.text.lstrip().split(None, 1)
+        first = words[0].upper() if words else ""
+        if first not in _DDL_WORDS:
+            continue
+        where = f"{_clip(q.text)} at {q.pos}"
+        try:
+            stmts = ddl.parse(q.text, q.sql_mode)
+        except ddl.DdlParseError:
+            refs = ddl.guess_tables(q.text)
+            if not refs and out.everything is None:
+                out.everything = where
+            for r in refs:
+                touch(cat.key(r.schema or q.schema, r.name), False, where)
+            continue
+        for st in stmts:
+            _classify_statement(st, q.schema, cat, touch, where)
+    return out
+
+
+def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
+                        touch: Callable[[TableKey, bool, str], None], where: str) -> None:
+    def key(ref: ddl.TableRef) -> TableKey:
+        return cat.key(ref.schema or default, ref.name)
+
+    if isinstance(st, (ddl.Ignored, ddl.TruncateTable)):
+        return  # no shape changes
+    if isinstance(st, ddl.CreateTable):
+        if not st.temporary:  # a plain CREATE fails, and is not logged, if the table exists
+            touch(key(st.table), not (st.if_not_exists or st.or_replace), where)
+    elif isinstance(st, ddl.CreateSequence):
+        if not st.temporary:
+            touch(key(st.table), not (st.if_not_exists or st.or_replace), where)
+    elif isinstance(st, ddl.DropTables):
+        if not st.temporary:
+            for ref in st.tables:
+                touch(key(ref), False, where)
+    elif isinstance(st, ddl.RenameTables):
+        for a, b in st.pairs:  # a RENAME fails if the new name exists
+            touch(key(a), False, where)
+            touch(key(b), True, where)
+    elif isinstance(st, ddl.AlterTable):
+        touch(key(st.table), False, where)
+        for action in st.actions:
+            if action[0] in ("rename", "partition_to_table"):
+                touch(key(action[1]), True, where)
+            elif action[0] == "table_to_partition":
+                touch(key(action[1]), False, where)
+    elif isinstance(st, ddl.DatabaseStmt):
+        if st.action == "drop" or (st.action == "create" and st.or_replace):
+            name = cat.norm(st.name or default)
+            for k in list(cat.tables):
+                if k[0] == name:
+                    touch(k, False, where)
+    else:  # CREATE/DROP INDEX and whatever else names tables
+        for ref in ddl.iter_statement_tables(st, default):
+            touch(key(ref), False, where)
+
+
+def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
+                  start_gtid: str | None = None) -> SchemaHistory:
+    """The history a stream from `start` needs: `now`'s tables (a fresh bootstrap) that the
+    range leaves alone, valid from `start`; the opaque ones marked; those created in the range
+    left to the replay of their CREATE."""
+    cat = now.head_catalog()
+    kept = Catalog(databases=dict(cat.databases),
+                   tables={k: t for k, t in cat.tables.items() if k not in found.touched},
+                   server_charset=cat.server_charset, server_collation=cat.server_collation,
+                   lower_case_table_names=cat.lower_case_table_names, collations=cat.collations)
+    h = SchemaHistory.from_catalog(kept, start, start_gtid, server=now.server)
+    h.opaque = dict(found.opaque)
+    if found.everything is not None:
+        for k in kept.tables:
+            h.opaque[k] = found.everything
+        h.versions = {}
+    return h
+
+
+def _clip(text: str, n: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[:n - 3] + "..."
