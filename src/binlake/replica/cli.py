@@ -241,9 +241,20 @@ def _past_tracker(server: Any, start: Any, tables: str | None, server_id: int,
     def tracked(schema: str, table: str) -> bool:
         return default_filter(schema, table) and (keep is None or keep(schema, table))
 
-    return range_tracker(server, start, lambda: _sql_connection(server), tables=tracked,
-                         server_id=server_id ^ 0x80000000, heartbeat=heartbeat,
-                         warn=lambda line: click.echo(line, err=True))
+    import pymysql
+
+    from ..errors import SchemaError, ServerError
+
+    try:
+        return range_tracker(server, start, lambda: _sql_connection(server), tables=tracked,
+                             server_id=server_id ^ 0x80000000, heartbeat=heartbeat,
+                             warn=lambda line: click.echo(line, err=True))
+    except (SchemaError, ServerError, pymysql.err.Error) as exc:  # (a primary without SHOW
+        # BINLOG EVENTS, or an information_schema it does not fill: as without a history)
+        click.echo(f"binlake: no schema history for this start position ({exc}): column names "
+                   "and types come from the TABLE_MAP metadata, and binlog_row_metadata is not "
+                   "FULL: unnamed columns show as @1, @2, ...", err=True)
+        return None
 
 
 def _sql_connection(server: Any) -> Any:

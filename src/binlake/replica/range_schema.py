@@ -86,14 +86,18 @@ def range_tracker(url: ServerURL, start: Position, connect: Callable[[], Any], *
     log.info("schema history for a past start", extra={
         "start": str(at or history.start_gtid), "ddl_statements": len(queries),
         "created": len(found.created), "opaque": len(found.opaque)})
-    if found.opaque and warn is not None:
-        names = sorted(f"{s}.{t}" for s, t in history.opaque)
-        shown = ", ".join(names[:_NAMED]) + (f" and {len(names) - _NAMED} more"
-                                             if len(names) > _NAMED else "")
-        warn(f"binlake: the shape at the start of {shown} is unknown (they existed before it, "
-             "and DDL read since changed them): a row of one of them will stop the stream "
-             "unless the binlog names its columns (binlog_row_metadata=FULL); other tables "
-             "take their shapes from information_schema or from the DDL replayed")
+    # Warned about: those whose rows are refused until the end of the range (a table
+    # created anew in it is refused only before that, where a row of it is unlikely).
+    lasting = sorted(f"{s}.{t}" for s, t in history.opaque if (s, t) not in found.redefined)
+    if lasting and warn is not None:
+        shown = ", ".join(lasting[:_NAMED]) + (f" and {len(lasting) - _NAMED} more"
+                                               if len(lasting) > _NAMED else "")
+        one = len(lasting) == 1
+        warn(f"binlake: the shape at the start of {shown} is unknown ({'it' if one else 'they'} "
+             f"existed before it, and DDL read since changed {'it' if one else 'them'}): a "
+             f"row of {'it' if one else 'one of them'} will stop the stream unless the binlog "
+             "names its columns (binlog_row_metadata=FULL); other tables take their shapes "
+             "from information_schema or from the DDL replayed")
     tracker = SchemaTracker(history, connect=connect, tables=tables)
     tracker.dirty = True
     return tracker

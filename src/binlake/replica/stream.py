@@ -942,8 +942,9 @@ class BinlogStream:
         names = ", ".join(c.name or f"@{c.index + 1}" for c in ints)
         log.warning("%s: the binlog does not say which integer columns are UNSIGNED (%s are read "
                     "as signed: an UNSIGNED value above the signed maximum comes out negative); "
-                    "keep a schema history (--checkpoint started at the end), or have the "
-                    "server log signedness (binlog_row_metadata=FULL on MySQL and MariaDB)",
+                    "keep a schema history (binlake stream keeps one unless "
+                    "--no-schema-history), or have the server log signedness "
+                    "(binlog_row_metadata=FULL on MySQL and MariaDB)",
                     tm.qualified_name, names)
 
     def _check_gtid_gap(self, gtid: str) -> None:

@@ -44,6 +44,9 @@ class RangeDdl:
     """First met as the target of a CREATE (or RENAME) that needs it absent: absent at start."""
     opaque: dict[TableKey, str] = field(default_factory=dict)
     """Existed at the start in an unknown shape: why (the first statement and its position)."""
+    redefined: set[TableKey] = field(default_factory=set)
+    """Opaque tables that a later CREATE (or RENAME onto the name) in the range defines anew:
+    only their rows before it are refused."""
     everything: str | None = None
     """A DDL statement that names no table the parser can find (it may touch any): why."""
 
@@ -59,11 +62,17 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
     out = RangeDdl()
     seen: set[TableKey] = set()
 
-    def touch(key: TableKey, absent_before: bool, why: str) -> None:
-        if key in seen or not tracked(*key):
+    def touch(key: TableKey, kind: str, why: str) -> None:
+        """kind: "create" (needs the table absent, defines it), "replace" (defines it),
+        "other" (needs it to exist, or leaves its shape unknown)."""
+        if not tracked(*key):
+            return
+        if key in seen:
+            if kind != "other" and key in out.opaque:
+                out.redefined.add(key)
             return
         seen.add(key)
-        if absent_before:
+        if kind == "create":
             out.created.add(key)
         else:
             out.opaque[key] = why
@@ -81,7 +90,7 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
             if not refs and out.everything is None:
                 out.everything = where
             for r in refs:
-                touch(cat.key(r.schema or q.schema, r.name), False, where)
+                touch(cat.key(r.schema or q.schema, r.name), "other", where)
             continue
         for st in stmts:
             _classify_statement(st, q.schema, cat, touch, where)
@@ -89,42 +98,40 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
 
 
 def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
-                        touch: Callable[[TableKey, bool, str], None], where: str) -> None:
+                        touch: Callable[[TableKey, str, str], None], where: str) -> None:
     def key(ref: ddl.TableRef) -> TableKey:
         return cat.key(ref.schema or default, ref.name)
 
     if isinstance(st, (ddl.Ignored, ddl.TruncateTable)):
         return  # no shape changes
-    if isinstance(st, ddl.CreateTable):
+    if isinstance(st, (ddl.CreateTable, ddl.CreateSequence)):
         if not st.temporary:  # a plain CREATE fails, and is not logged, if the table exists
-            touch(key(st.table), not (st.if_not_exists or st.or_replace), where)
-    elif isinstance(st, ddl.CreateSequence):
-        if not st.temporary:
-            touch(key(st.table), not (st.if_not_exists or st.or_replace), where)
+            kind = "other" if st.if_not_exists else "replace" if st.or_replace else "create"
+            touch(key(st.table), kind, where)
     elif isinstance(st, ddl.DropTables):
         if not st.temporary:
             for ref in st.tables:
-                touch(key(ref), False, where)
+                touch(key(ref), "other", where)
     elif isinstance(st, ddl.RenameTables):
         for a, b in st.pairs:  # a RENAME fails if the new name exists
-            touch(key(a), False, where)
-            touch(key(b), True, where)
+            touch(key(a), "other", where)
+            touch(key(b), "create", where)
     elif isinstance(st, ddl.AlterTable):
-        touch(key(st.table), False, where)
+        touch(key(st.table), "other", where)
         for action in st.actions:
             if action[0] in ("rename", "partition_to_table"):
-                touch(key(action[1]), True, where)
+                touch(key(action[1]), "create", where)
             elif action[0] == "table_to_partition":
-                touch(key(action[1]), False, where)
+                touch(key(action[1]), "other", where)
     elif isinstance(st, ddl.DatabaseStmt):
         if st.action == "drop" or (st.action == "create" and st.or_replace):
             name = cat.norm(st.name or default)
             for k in list(cat.tables):
                 if k[0] == name:
-                    touch(k, False, where)
+                    touch(k, "other", where)
     else:  # CREATE/DROP INDEX and whatever else names tables
         for ref in ddl.iter_statement_tables(st, default):
-            touch(key(ref), False, where)
+            touch(key(ref), "other", where)
 
 
 def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
