@@ -82,3 +82,28 @@ def test_table_altered_in_the_range_but_older_is_refused_by_name(past_range) -> 
     assert len(errors) == 1, res.stderr
     assert "ALTER TABLE ps_alt ADD COLUMN b INT at " in errors[0]
     assert "binlog_row_metadata=FULL" in res.stderr and "schema history" in res.stderr
+
+
+def test_gtid_start_refusal_names_the_start(past_range) -> None:
+    res = _stream(past_range["url"], "--gtid", past_range["gtid"], "--tables", "binlake_test.ps_alt")
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert f"stream's start (GTID {past_range['gtid']}) is unknown" in res.stderr
+
+
+def test_the_history_built_for_a_past_start_is_kept_with_the_checkpoint(past_range, mariadb,
+                                                                        tmp_path) -> None:
+    f, p, _ = mariadb.binlog_end_gtid()  # (binlog_row_metadata is NO_LOG in this module)
+    mariadb.sql("DROP TABLE IF EXISTS ps_ck", "CREATE TABLE ps_ck (id INT PRIMARY KEY, "
+                "u BIGINT UNSIGNED)", f"INSERT INTO ps_ck VALUES (1, {MAX_U64})")
+    ckpt, out = tmp_path / "c.json", tmp_path / "o.jsonl"
+    args = ("--start", f"{f}:{p}", "--tables", "binlake_test.ps_ck",
+            "--checkpoint", str(ckpt), "--out", str(out))
+    assert _stream(past_range["url"], *args).exit_code == 0
+    saved = json.loads((tmp_path / "c.json.schema.json").read_text())
+    assert [t["name"] for t in saved["tables"]] == ["ps_ck"]
+    mariadb.sql("ALTER TABLE ps_ck ADD COLUMN e ENUM('a', 'b') FIRST",
+                f"INSERT INTO ps_ck VALUES ('b', 2, {MAX_U64 - 1})")
+    res = _stream(past_range["url"], *args)  # resumes with the saved history
+    assert res.exit_code == 0, res.output
+    assert _rows(out.read_text()) == [("ps_ck", "insert", {"id": 1, "u": MAX_U64}),
+                                      ("ps_ck", "insert", {"e": "b", "id": 2, "u": MAX_U64 - 1})]

@@ -207,9 +207,9 @@ class BinlogStream:
         """until_end: a heartbeat said the primary has sent everything up to the end."""
         self._unsaved = False
         """A transaction ended since on_idle was last called."""
-        self._unsigned_unknown: set[int] | None = (set() if self.options.table_resolver is None
-                                                   else None)
-        """Table ids whose signedness was looked at (None: a schema history knows it)."""
+        self._unsigned_unknown: set[int] = set()
+        """Table ids whose signedness was looked at (after the table resolver, if any: a
+        schema history fills it in, except for tables it does not track)."""
         self._signedness_warned: set[str] = set()
         self._idle_timeout = self.options.heartbeat * 3
         """Silence after which the link counts as dead (3 heartbeat periods)."""
@@ -865,7 +865,7 @@ class BinlogStream:
         t = type(ev)
         if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
-            if self._unsigned_unknown is not None and ev.table_id not in self._unsigned_unknown:
+            if ev.table_id not in self._unsigned_unknown:
                 self._warn_signedness(ev)
             return
         if t is XidEvent:  # (the common close, without the tests below)
@@ -925,10 +925,10 @@ class BinlogStream:
                 self._boundary = Position(dec.file, ev.end)
 
     def _warn_signedness(self, tm: TableMapEvent) -> None:
-        """Without a schema history, integer columns whose TABLE_MAP does not say UNSIGNED
-        (binlog_row_metadata below FULL, or Dolt) are read as signed: say so, once a table."""
+        """Integer columns whose TABLE_MAP (filled by the schema history, if any) does not say
+        UNSIGNED (binlog_row_metadata below FULL, or Dolt, and no history for the table) are
+        read as signed: say so, once a table."""
         seen = self._unsigned_unknown
-        assert seen is not None
         if len(seen) >= 4096:  # (a server that renumbers its tables: keep it bounded)
             seen.clear()
         seen.add(tm.table_id)

@@ -289,7 +289,8 @@ class SchemaTracker:
         if all(c.name is not None for c in tm.columns):
             return tm
         why = self.history.opaque[key]
-        start = self.history.start
+        h = self.history
+        start = h.start or (f"GTID {h.start_gtid}" if h.start_gtid else None)
         raise ShapeUnknownError(
             f"{tm.qualified_name} at {tm.file}:{tm.offset}: the shape this table had at the "
             f"stream's start{f' ({start})' if start else ''} is unknown: it existed before the "
