@@ -89,6 +89,11 @@ class GtidGap(BinlakeError):
     transactions in between were never sent (lost by the primary, or skipped)."""
 
 
+class PositionWentBack(BinlakeError):
+    """The primary sent a transaction that starts before where the stream already is, in the
+    same binlog file: its positions no longer say where events lie."""
+
+
 class DumpRefused(BinlakeError):
     """The primary closed the connection right after the dump request, again and again,
     before sending a single event: retrying will not help."""
@@ -874,6 +879,10 @@ class BinlogStream:
                 self._commit(ev, dec)
             return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):  # (its text made once, for both)
+            b = self._boundary
+            if (b is not None and b.file is not None and b.file == dec.file and ev.offset < b.pos
+                    and ev.header.log_pos):
+                self._went_back(ev, b)
             gtid = ev.gtid
             if gtid and self._gtid_set is not None and type(ev) is GtidEvent:
                 self._check_gtid_gap(gtid)
@@ -923,6 +932,20 @@ class BinlogStream:
             b = self._boundary
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
+
+    def _went_back(self, ev: Event, b: Position) -> None:
+        """A transaction that opens before the boundary in the same file: its positions (and
+        every later one) would point at other bytes, and a checkpoint taken on them resumes in
+        the wrong place. Stop before any of its rows."""
+        gtid = getattr(ev, "gtid", None)
+        raise PositionWentBack(
+            f"the primary {self.url} sent {f'transaction {gtid}' if gtid else 'a transaction'} "
+            f"at {b.file}:{ev.offset}, before {b.file}:{b.pos} where the stream already is: its "
+            "positions went back inside one binlog file (as when a primary restarts into a new "
+            "file without sending a ROTATE for it: Dolt 2.3 after a restart)",
+            hint="nothing of that transaction was handed out; start the stream again (it "
+                 "resumes from its checkpoint on a new connection), and if it repeats, the "
+                 "primary's binlog positions cannot be trusted: report it to its maintainers")
 
     def _warn_signedness(self, tm: TableMapEvent) -> None:
         """Integer columns whose TABLE_MAP (filled by the schema history, if any) does not say
