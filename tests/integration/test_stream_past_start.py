@@ -107,3 +107,24 @@ def test_the_history_built_for_a_past_start_is_kept_with_the_checkpoint(past_ran
     assert res.exit_code == 0, res.output
     assert _rows(out.read_text()) == [("ps_ck", "insert", {"id": 1, "u": MAX_U64}),
                                       ("ps_ck", "insert", {"e": "b", "id": 2, "u": MAX_U64 - 1})]
+
+
+def test_without_the_grants_for_the_history_the_remedy_is_named(past_range, mariadb,
+                                                                caplog) -> None:
+    """No SELECT: the history for a past start needs it; --no-schema-history streams without
+    it, with @N names and the UNSIGNED warning. (BINLOG MONITOR: for --until-end.)"""
+    mariadb.sql("DROP USER IF EXISTS 'ps_slave'@'%'",
+                "CREATE USER 'ps_slave'@'%' IDENTIFIED BY 'pw'",
+                "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'ps_slave'@'%'", database=None)
+    url = past_range["url"].replace(past_range["url"].split("//")[1].split("@")[0], "ps_slave:pw")
+    args = ("--start", past_range["start"], "--tables", "binlake_test.ps_new")
+    res = _stream(url, *args)
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "GRANT SELECT ON `binlake_test`.`ps_new`" in res.stderr
+    assert "needed for the schema history (or pass --no-schema-history)" in res.stderr
+    with caplog.at_level("WARNING", logger="binlake.replica"):
+        res = _stream(url, *args, "--no-schema-history")
+    assert res.exit_code == 0, res.output
+    assert _rows(res.stdout)[0] == ("ps_new", "insert", {"@1": 1, "@2": -1, "@3": "x"})
+    assert any("ps_new: the binlog does not say which integer columns are UNSIGNED (@1, @2"
+               in r.getMessage() for r in caplog.records)
