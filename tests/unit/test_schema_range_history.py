@@ -48,7 +48,8 @@ def _start(now: SchemaTracker) -> tuple[SchemaTracker, object]:
 def test_classify_sorts_tables_by_what_is_known_at_the_start(now: SchemaTracker) -> None:
     _, found = _start(now)
     assert found.created == {("db", "n"), ("db", "r2")}
-    assert set(found.opaque) == {("db", "a"), ("db", "r"), ("db", "d")}
+    assert set(found.opaque) == {("db", "a"), ("db", "d")}
+    assert found.moved == {("db", "r"): ("db", "r2")}  # r2 now is r at the start
     assert found.opaque[("db", "a")] == f"ALTER TABLE a ADD b INT at {F}:1300"
     assert found.redefined == {("db", "d")}
 
@@ -65,13 +66,12 @@ def test_replay_names_created_and_untouched_tables_and_refuses_opaque_ones(now: 
     with pytest.raises(ShapeUnknownError, match=r"db\.a at binlog\.000001:1350: .*first: ALTER "
                                                  r"TABLE a ADD b INT at binlog\.000001:1300"):
         tr.resolve(tm_for(cat.table("db", "a"), offset=1350))
-    with pytest.raises(ShapeUnknownError, match=r"db\.r2 .*first: RENAME TABLE r TO r2"):
-        tr.resolve(tm_for(cat.table("db", "r2"), offset=1450))
+    assert tr.resolve(tm_for(cat.table("db", "r2"), offset=1550)).column_names == ["id"]
     # a FULL TABLE_MAP names its own columns: passed through
     full = tm_for(cat.table("db", "a"), offset=1350, full=True)
     assert tr.resolve(full).column_names == ["id", "b"]
     # what stays opaque is kept with the history (a restart refuses the same rows)
-    assert set(tr.history.opaque) == {("db", "a"), ("db", "r2")}
+    assert set(tr.history.opaque) == {("db", "a")}
     again = SchemaHistory.from_dict(tr.history.to_dict())
     assert again.opaque == tr.history.opaque
 
@@ -106,3 +106,27 @@ def test_first_statements(now: SchemaTracker, sql: str, created: bool | None) ->
 
 def test_schema_error_is_what_the_cli_reports() -> None:
     assert issubclass(ShapeUnknownError, SchemaError)
+
+
+def test_the_swap_of_an_online_schema_change_keeps_the_table_known() -> None:
+    """gh-ost's cut-over: the old table renamed away (and kept), the altered copy renamed in."""
+    before = [(10, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")]
+    swap = [(1100, "CREATE TABLE _t_gho LIKE t"),
+            (1200, "ALTER TABLE _t_gho ADD COLUMN w INT"),
+            (1300, "RENAME TABLE t TO _t_del, _t_gho TO t")]
+    now = SchemaTracker()
+    _replay(now, before + swap)
+    cat = now.history.head_catalog()
+    found = classify([LoggedQuery(BinlogPos(F, p), "db", q) for p, q in swap], cat,
+                     lambda s, t: True)
+    assert found.moved == {("db", "t"): ("db", "_t_del")} and not found.opaque
+    tr = SchemaTracker(range_history(SchemaHistory.from_catalog(cat, BinlogPos(F, 9000)), found,
+                                     BinlogPos(F, 1000)))
+    old = tr.resolve(tm_for(cat.table("db", "_t_del").renamed("db", "t"), offset=1050))
+    assert (old.table, old.column_names) == ("t", ["id", "v"])
+    _replay(tr, swap)
+    assert tr.resolve(tm_for(cat.table("db", "t"), offset=1450)).column_names == ["id", "v", "w"]
+    # dropped afterwards, the old table leaves nothing to take the shape from
+    found = classify([LoggedQuery(BinlogPos(F, p), "db", q)
+                      for p, q in swap + [(1400, "DROP TABLE _t_del")]], cat, lambda s, t: True)
+    assert not found.moved and set(found.opaque) == {("db", "t")}

@@ -7,6 +7,8 @@ cannot be told:
 - a table no statement in the range touches has its shape of now (information_schema);
 - a table whose first statement in the range is a plain CREATE TABLE did not exist at the
   start: the replay of that CREATE (and of what follows) gives its shapes;
+- a table first renamed away, to a name no other statement touches and that still exists,
+  had the shape that table has now (the swap of online schema change tools);
 - any other table touched (first by ALTER, RENAME, DROP, CREATE OR REPLACE, CREATE ... IF NOT
   EXISTS, or by a statement the parser cannot read) existed at the start in a shape nothing
   here records: it is *opaque* until a statement defines it anew, and the tracker refuses its
@@ -44,6 +46,10 @@ class RangeDdl:
     """First met as the target of a CREATE (or RENAME) that needs it absent: absent at start."""
     opaque: dict[TableKey, str] = field(default_factory=dict)
     """Existed at the start in an unknown shape: why (the first statement and its position)."""
+    moved: dict[TableKey, TableKey] = field(default_factory=dict)
+    """Tables first met as the old name of a RENAME whose new name no other statement in the
+    range touches and still exists: their shape at the start is that table's now (the swap
+    of online schema change tools: RENAME TABLE t TO _t_old, _t_new TO t)."""
     redefined: set[TableKey] = field(default_factory=set)
     """Opaque tables that a later CREATE (or RENAME onto the name) in the range defines anew:
     only their rows before it are refused."""
@@ -52,7 +58,7 @@ class RangeDdl:
 
     @property
     def touched(self) -> set[TableKey]:
-        return self.created | set(self.opaque)
+        return self.created | set(self.opaque) | set(self.moved)
 
 
 def classify(queries: Iterable[LoggedQuery], cat: Catalog,
@@ -61,12 +67,17 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
     start (`cat`: the catalog of now, for name folding and the tables of a dropped database)."""
     out = RangeDdl()
     seen: set[TableKey] = set()
+    count: dict[TableKey, int] = {}
+    first_renamed: dict[TableKey, TableKey] = {}
 
-    def touch(key: TableKey, kind: str, why: str) -> None:
+    def touch(key: TableKey, kind: str, why: str, to: TableKey | None = None) -> None:
         """kind: "create" (needs the table absent, defines it), "replace" (defines it),
-        "other" (needs it to exist, or leaves its shape unknown)."""
+        "other" (needs it to exist, or leaves its shape unknown); `to`: renamed to."""
         if not tracked(*key):
             return
+        count[key] = count.get(key, 0) + 1
+        if key not in seen and to is not None:
+            first_renamed[key] = to
         if key in seen:
             if kind != "other" and key in out.opaque:
                 out.redefined.add(key)
@@ -94,11 +105,16 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
             continue
         for st in stmts:
             _classify_statement(st, q.schema, cat, touch, where)
+    for a, b in first_renamed.items():
+        if a in out.opaque and count.get(b) == 1 and b in cat.tables:
+            out.moved[a] = b
+            del out.opaque[a]
+            out.redefined.discard(a)
     return out
 
 
 def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
-                        touch: Callable[[TableKey, str, str], None], where: str) -> None:
+                        touch: Callable[..., None], where: str) -> None:
     def key(ref: ddl.TableRef) -> TableKey:
         return cat.key(ref.schema or default, ref.name)
 
@@ -114,10 +130,12 @@ def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
                 touch(key(ref), "other", where)
     elif isinstance(st, ddl.RenameTables):
         for a, b in st.pairs:  # a RENAME fails if the new name exists
-            touch(key(a), "other", where)
+            touch(key(a), "other", where, to=key(b))
             touch(key(b), "create", where)
     elif isinstance(st, ddl.AlterTable):
-        touch(key(st.table), "other", where)
+        renames = [a[1] for a in st.actions if a[0] == "rename"]
+        only_rename = len(renames) == 1 and all(a[0] in ("rename", "noop") for a in st.actions)
+        touch(key(st.table), "other", where, to=key(renames[0]) if only_rename else None)
         for action in st.actions:
             if action[0] in ("rename", "partition_to_table"):
                 touch(key(action[1]), "create", where)
@@ -137,11 +155,13 @@ def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
 def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
                   start_gtid: str | None = None) -> SchemaHistory:
     """The history a stream from `start` needs: `now`'s tables (a fresh bootstrap) that the
-    range leaves alone, valid from `start`; the opaque ones marked; those created in the range
-    left to the replay of their CREATE."""
+    range leaves alone, and those it only renamed away, valid from `start`; the opaque ones
+    marked; those created in the range left to the replay of their CREATE."""
     cat = now.head_catalog()
-    kept = Catalog(databases=dict(cat.databases),
-                   tables={k: t for k, t in cat.tables.items() if k not in found.touched},
+    tables = {k: t for k, t in cat.tables.items() if k not in found.touched}
+    for old, new in found.moved.items():
+        tables[old] = cat.tables[new].renamed(*old)
+    kept = Catalog(databases=dict(cat.databases), tables=tables,
                    server_charset=cat.server_charset, server_collation=cat.server_collation,
                    lower_case_table_names=cat.lower_case_table_names, collations=cat.collations)
     h = SchemaHistory.from_catalog(kept, start, start_gtid, server=now.server)
