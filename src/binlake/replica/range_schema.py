@@ -68,11 +68,13 @@ def range_tracker(url: ServerURL, start: Position, connect: Callable[[], Any], *
                   warn: Callable[[str], None] | None = None) -> SchemaTracker:
     """A tracker for a stream from `start` (see the module docstring). `connect` makes
     PyMySQL connections (information_schema); `tables`: the tracked (schema, table)."""
-    from ..schema.bootstrap import bootstrap
+    from ..schema.bootstrap import bootstrap, default_filter
 
     conn = connect()
     try:
-        now = bootstrap(conn, tables=tables)  # the shapes at `end`
+        # Every table's shape at `end`, not only the tracked ones': a tracked table renamed
+        # away to another name had that table's shape.
+        now = bootstrap(conn)
     finally:
         conn.close()
     end = now.start
@@ -80,12 +82,12 @@ def range_tracker(url: ServerURL, start: Position, connect: Callable[[], Any], *
     queries = logged_ddl(url, start, server_id=server_id, heartbeat=heartbeat)
     # information_schema was read at `end`: later statements are the stream's to replay
     queries = [q for q in queries if q.pos.file is None or q.pos < end]
-    found = classify(queries, now.head_catalog(), tables)
+    found = classify(queries, now.head_catalog(), default_filter)
     at = BinlogPos(start.file, start.pos) if start.file else None
-    history = range_history(now, found, at, start.gtid_state or start.gtid_set)
+    history = range_history(now, found, at, start.gtid_state or start.gtid_set, tables)
     log.info("schema history for a past start", extra={
         "start": str(at or history.start_gtid), "ddl_statements": len(queries),
-        "created": len(found.created), "opaque": len(found.opaque)})
+        "created": len(found.created), "opaque": len(history.opaque)})
     # Warned about: those whose rows are refused until the end of the range (a table
     # created anew in it is refused only before that, where a row of it is unlikely).
     lasting = sorted(f"{s}.{t}" for s, t in history.opaque if (s, t) not in found.redefined)

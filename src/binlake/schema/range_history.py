@@ -153,10 +153,12 @@ def _classify_statement(st: ddl.Statement, default: str, cat: Catalog,
 
 
 def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
-                  start_gtid: str | None = None) -> SchemaHistory:
+                  start_gtid: str | None = None,
+                  tracked: Callable[[str, str], bool] | None = None) -> SchemaHistory:
     """The history a stream from `start` needs: `now`'s tables (a fresh bootstrap) that the
     range leaves alone, and those it only renamed away, valid from `start`; the opaque ones
-    marked; those created in the range left to the replay of their CREATE."""
+    marked (only those `tracked`: the stream reads no other's rows); those created in the
+    range left to the replay of their CREATE."""
     cat = now.head_catalog()
     tables = {k: t for k, t in cat.tables.items() if k not in found.touched}
     for old, new in found.moved.items():
@@ -170,6 +172,8 @@ def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
         for k in kept.tables:
             h.opaque[k] = found.everything
         h.versions = {}
+    if tracked is not None:
+        h.opaque = {k: why for k, why in h.opaque.items() if tracked(*k)}
     return h
 
 
