@@ -237,7 +237,7 @@ class SchemaTracker:
         history = self.history
         if history.opaque:
             okey = history.head_catalog().key(tm.schema, tm.table)
-            if okey in history.opaque:
+            if okey in history.opaque and self.tables(*okey):
                 return self._opaque(tm, okey)
         cat = history.head_catalog()
         parse = tm.columns
