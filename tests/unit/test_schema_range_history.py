@@ -96,6 +96,9 @@ def test_a_ddl_without_table_names_makes_every_table_opaque(now: SchemaTracker) 
     ("DROP DATABASE db", False),
     ("TRUNCATE TABLE u", None),  # no shape change: untouched
     ("CREATE TEMPORARY TABLE u (id INT)", None),
+    ("/* gh-ost */ ALTER TABLE u ADD COLUMN z INT", False),
+    ("GRANT SELECT ON db.u TO 'x'@'%'", None),
+    ("ANALYZE TABLE u", None),
 ])
 def test_first_statements(now: SchemaTracker, sql: str, created: bool | None) -> None:
     found = classify([LoggedQuery(BinlogPos(F, 1100), "db", sql)], now.history.head_catalog(),

@@ -19,6 +19,7 @@ The QUERY events come from the caller, so any reader of the binlog serves: a rep
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
@@ -89,16 +90,12 @@ def classify(queries: Iterable[LoggedQuery], cat: Catalog,
             out.opaque[key] = why
 
     for q in queries:
-        words = q.text.lstrip().split(None, 1)
-        first = words[0].upper() if words else ""
-        if first not in _DDL_WORDS:
-            continue
         where = f"{_clip(q.text)} at {q.pos}"
         try:
-            stmts = ddl.parse(q.text, q.sql_mode)
+            stmts = ddl.parse(q.text, q.sql_mode)  # (non-DDL comes back as Ignored)
         except ddl.DdlParseError:
             refs = ddl.guess_tables(q.text)
-            if not refs and out.everything is None:
+            if not refs and _first_word(q.text) in _DDL_WORDS and out.everything is None:
                 out.everything = where
             for r in refs:
                 touch(cat.key(r.schema or q.schema, r.name), "other", where)
@@ -175,6 +172,16 @@ def range_history(now: SchemaHistory, found: RangeDdl, start: BinlogPos | None,
     if tracked is not None:
         h.opaque = {k: why for k, why in h.opaque.items() if tracked(*k)}
     return h
+
+
+_COMMENTS = re.compile(r"^(\s+|/\*.*?\*/|--[^\n]*(\n|$)|#[^\n]*(\n|$))*", re.S)
+
+
+def _first_word(text: str) -> str:
+    """The statement's first keyword, past comments (a versioned one's content counts)."""
+    rest = _COMMENTS.sub("", ddl.unwrap_versioned_comments(text), count=1)
+    words = rest.split(None, 1)
+    return words[0].upper() if words else ""
 
 
 def _clip(text: str, n: int = 60) -> str:
