@@ -56,6 +56,31 @@ class ShapeUnknownError(SchemaError):
     """Rows of a table whose shape at the stream's start nothing here records."""
 
 
+class RefusedRows:
+    """The `row_decoders` of a TABLE_MAP whose rows must not be decoded: every decoder asked
+    for raises the error `refusal` makes (only the column names may be kept). Not a dict, so
+    the C scanner leaves such rows to the Python path, which asks."""
+
+    def __init__(self, refusal: Callable[[], SchemaError]) -> None:
+        self._refusal = refusal
+        self._names: dict[Any, Any] = {}
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == "column-names":
+            return self._names.get(key, default)
+        raise self._refusal()
+
+    def __getitem__(self, key: Any) -> Any:
+        if key == "column-names":
+            return self._names[key]
+        raise self._refusal()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key != "column-names":
+            raise self._refusal()
+        self._names[key] = value
+
+
 class DdlApplyError(SchemaError):
     """A DDL statement that may change tracked tables could not be applied with certainty."""
 
@@ -285,20 +310,27 @@ class SchemaTracker:
 
     def _opaque(self, tm: TableMapEvent, key: tuple[str, str]) -> TableMapEvent:
         """A table in `history.opaque`: its own TABLE_MAP when that names every column (FULL
-        metadata), else a refusal naming it and what would make its shape known."""
+        metadata), else a map whose rows are refused when decoded, naming the table and what
+        would make its shape known. (At the rows, not here: the server writes a TABLE_MAP for
+        every table a statement may write, a trigger's too, rows or none.)"""
         if all(c.name is not None for c in tm.columns):
             return tm
         why = self.history.opaque[key]
         h = self.history
         start = h.start or (f"GTID {h.start_gtid}" if h.start_gtid else None)
-        raise ShapeUnknownError(
-            f"{tm.qualified_name} at {tm.file}:{tm.offset}: the shape this table had at the "
-            f"stream's start{f' ({start})' if start else ''} is unknown: it existed before the "
-            f"start and DDL read since changed it (first: {why}); the binlog does not name "
-            "its columns (binlog_row_metadata is not FULL)",
-            hint="resume from a checkpoint whose schema history was kept "
-                 "(CHECKPOINT.schema.json), or set binlog_row_metadata=FULL on the primary "
-                 "before such rows are written, or leave the table out with --tables")
+
+        def refusal() -> ShapeUnknownError:
+            return ShapeUnknownError(
+                f"{tm.qualified_name}, rows after its TABLE_MAP at {tm.file}:{tm.offset}: the "
+                f"shape this table had at the stream's start{f' ({start})' if start else ''} "
+                f"is unknown: it existed before the start and DDL read since changed it "
+                f"(first: {why}); the binlog does not name its columns "
+                "(binlog_row_metadata is not FULL)",
+                hint="resume from a checkpoint whose schema history was kept "
+                     "(CHECKPOINT.schema.json), or set binlog_row_metadata=FULL on the primary "
+                     "before such rows are written, or leave the table out with --tables")
+
+        return tm.with_columns(tm.columns, tm.primary_key, RefusedRows(refusal))  # type: ignore[arg-type]
 
     def _drift(self, tm: TableMapEvent, key: tuple[str, str], table: TableDef | None,
                problems: list[str]) -> TableMapEvent:
