@@ -99,7 +99,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
         last_saved: list[Position | None] = [saved[0] if saved is not None else None]
 
         tracker = _checked_tracker(server, checkpoint, start, schema_history, tables=tables,
-                                   until_end=until_end, server_id=server_id)
+                                   until_end=until_end, server_id=server_id, heartbeat=heartbeat)
 
         def save(position: Position, force: bool = False) -> None:
             """Make the output durable, then record where it ends and where the stream is.
@@ -190,9 +190,11 @@ def _fail(exc: BinlakeError) -> click.ClickException:
 
 
 def _checked_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool, *,
-                     tables: str | None, until_end: bool, server_id: int) -> Any:
+                     tables: str | None, until_end: bool, server_id: int,
+                     heartbeat: float) -> Any:
     """Check what the run needs on the server (replica/preflight.py), then make its schema
     history (_schema_tracker), over one connection."""
+    from ..errors import BinlakeError
     from .connection import MySQLConnection
     from .preflight import Needs, check
 
@@ -203,53 +205,95 @@ def _checked_tracker(server: Any, checkpoint: str | None, start: Any, enabled: b
             from ..schema.history import history_path
 
             has_history = history_path(checkpoint).exists()
+        metadata = "UNKNOWN"
+        if enabled and not has_history and start is not None:
+            try:
+                metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
+            except BinlakeError:  # (MySQL 5.7 has no such variable: no metadata either)
+                pass
+        # A past start without FULL metadata: a history built from information_schema and
+        # the DDL since the start (replica/range_schema.py).
+        past = enabled and not has_history and start is not None and metadata != "FULL"
         status = ("for a start at the end" if start is None
-                  else "for --until-end" if until_end else None)
-        bootstrap = enabled and not has_history and start is None
+                  else "for the schema history at a past start (or pass --no-schema-history)"
+                  if past else "for --until-end" if until_end else None)
+        bootstrap = enabled and not has_history and (start is None or past)
         needs = Needs(binlog_status=status,
                       select="for the schema history (or pass --no-schema-history)"
                       if bootstrap else None)
         check(probe, tables, needs, server_id=server_id,
               warn=lambda line: click.echo(line, err=True))
-        return _schema_tracker(server, checkpoint, start, enabled, probe)
+        if past:
+            return _past_tracker(server, start, tables, server_id, heartbeat)
+        return _schema_tracker(server, checkpoint, start, enabled)
 
 
-def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool,
-                    probe: Any) -> Any:
+def _past_tracker(server: Any, start: Any, tables: str | None, server_id: int,
+                  heartbeat: float) -> Any:
+    """The schema history of a stream from a past position without one saved: shapes from
+    information_schema and from the DDL found between the start and the primary's end."""
+    from ..changes import table_filter
+    from ..schema.bootstrap import default_filter
+    from .range_schema import range_tracker
+
+    keep = table_filter(tables)
+
+    def tracked(schema: str, table: str) -> bool:
+        return default_filter(schema, table) and (keep is None or keep(schema, table))
+
+    import pymysql
+
+    from ..errors import SchemaError, ServerError
+
+    try:
+        return range_tracker(server, start, lambda: _sql_connection(server), tables=tracked,
+                             server_id=server_id ^ 0x80000000, heartbeat=heartbeat,
+                             warn=lambda line: click.echo(line, err=True))
+    except (SchemaError, ServerError, pymysql.err.Error) as exc:  # (a primary without SHOW
+        # BINLOG EVENTS, or an information_schema it does not fill: as without a history)
+        click.echo(f"binlake: no schema history for this start position ({exc}): column names "
+                   "and types come from the TABLE_MAP metadata, and binlog_row_metadata is not "
+                   "FULL: unnamed columns show as @1, @2, ...", err=True)
+        return None
+
+
+def _sql_connection(server: Any) -> Any:
+    """A plain-SQL connection for information_schema; its errors read like the stream's."""
+    import pymysql
+
+    from ..errors import ServerError
+    from .connection import ConnectionFailed
+
+    opts = server.options
+    ssl = None
+    if opts.get("ssl_mode", "").upper() not in ("", "DISABLED", "PREFERRED") or opts.get("ssl_ca"):
+        ssl = {k: v for k, v in (("ca", opts.get("ssl_ca")), ("cert", opts.get("ssl_cert")),
+                                 ("key", opts.get("ssl_key"))) if v}
+        ssl["check_hostname"] = opts.get("ssl_mode", "").upper() == "VERIFY_IDENTITY"
+    try:
+        return pymysql.connect(host=server.host, port=server.port, user=server.user,
+                               password=server.password or "", connect_timeout=10, ssl=ssl)
+    except pymysql.err.OperationalError as exc:
+        code, message = (exc.args + (0, ""))[:2]
+        if code in (2003, 2005, 2006, 2013):
+            raise ConnectionFailed(f"cannot connect to {server.host}:{server.port}: {message}",
+                                   hint="check the host, the port and that the server runs") from None
+        hint = "check the credentials: user name and password" if code == 1045 else None
+        raise ServerError(code, str(message), hint=hint) from None
+
+
+def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bool) -> Any:
     """The schema history for this run: the one saved beside the checkpoint, else a bootstrap
     from information_schema when the stream starts at the primary's current end. A stream
-    started at an older position without a history relies on the TABLE_MAP metadata.
-    `probe`: a connection to the server (binlake's own client)."""
+    started at an older position without a history, with FULL row metadata, takes names and
+    types from the TABLE_MAPs (a past start without FULL goes to _past_tracker)."""
     if not enabled:
         return None
 
     def connect() -> Any:
-        """A plain-SQL connection for information_schema; its errors read like the stream's."""
-        import pymysql
-
-        from ..errors import ServerError
-        from .connection import ConnectionFailed
-
-        opts = server.options
-        ssl = None
-        if opts.get("ssl_mode", "").upper() not in ("", "DISABLED", "PREFERRED") or opts.get("ssl_ca"):
-            ssl = {k: v for k, v in (("ca", opts.get("ssl_ca")), ("cert", opts.get("ssl_cert")),
-                                     ("key", opts.get("ssl_key"))) if v}
-            ssl["check_hostname"] = opts.get("ssl_mode", "").upper() == "VERIFY_IDENTITY"
-        try:
-            return pymysql.connect(host=server.host, port=server.port, user=server.user,
-                                   password=server.password or "", connect_timeout=10, ssl=ssl)
-        except pymysql.err.OperationalError as exc:
-            code, message = (exc.args + (0, ""))[:2]
-            if code in (2003, 2005, 2006, 2013):
-                raise ConnectionFailed(f"cannot connect to {server.host}:{server.port}: {message}",
-                                       hint="check the host, the port and that the server runs") from None
-            hint = "check the credentials: user name and password" if code == 1045 else None
-            raise ServerError(code, str(message), hint=hint) from None
+        return _sql_connection(server)
 
     # The schema modules are imported only where a tracker is made (tens of ms of start-up).
-    from ..errors import BinlakeError
-
     if checkpoint is not None:
         from ..schema.history import history_path
 
@@ -261,12 +305,4 @@ def _schema_tracker(server: Any, checkpoint: str | None, start: Any, enabled: bo
         from ..schema.tracker import SchemaTracker
 
         return SchemaTracker.from_server(connect)
-    try:
-        metadata = str(probe.query("SELECT @@global.binlog_row_metadata").rows[0][0]).upper()
-    except BinlakeError:  # only decides whether to warn (MySQL 5.7 has no such variable)
-        metadata = "UNKNOWN"
-    if metadata != "FULL":
-        click.echo("binlake: no schema history for this start position; column names and types "
-                   f"come from the TABLE_MAP metadata, and binlog_row_metadata is {metadata}: "
-                   "unnamed columns show as @1, @2, ...", err=True)
     return None

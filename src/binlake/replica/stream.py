@@ -89,6 +89,11 @@ class GtidGap(BinlakeError):
     transactions in between were never sent (lost by the primary, or skipped)."""
 
 
+class PositionWentBack(BinlakeError):
+    """The primary sent a transaction that starts before where the stream already is, in the
+    same binlog file: its positions no longer say where events lie."""
+
+
 class DumpRefused(BinlakeError):
     """The primary closed the connection right after the dump request, again and again,
     before sending a single event: retrying will not help."""
@@ -207,9 +212,9 @@ class BinlogStream:
         """until_end: a heartbeat said the primary has sent everything up to the end."""
         self._unsaved = False
         """A transaction ended since on_idle was last called."""
-        self._unsigned_unknown: set[int] | None = (set() if self.options.table_resolver is None
-                                                   else None)
-        """Table ids whose signedness was looked at (None: a schema history knows it)."""
+        self._unsigned_unknown: set[int] = set()
+        """Table ids whose signedness was looked at (after the table resolver, if any: a
+        schema history fills it in, except for tables it does not track)."""
         self._signedness_warned: set[str] = set()
         self._idle_timeout = self.options.heartbeat * 3
         """Silence after which the link counts as dead (3 heartbeat periods)."""
@@ -865,7 +870,7 @@ class BinlogStream:
         t = type(ev)
         if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
-            if self._unsigned_unknown is not None and ev.table_id not in self._unsigned_unknown:
+            if ev.table_id not in self._unsigned_unknown:
                 self._warn_signedness(ev)
             return
         if t is XidEvent:  # (the common close, without the tests below)
@@ -874,6 +879,10 @@ class BinlogStream:
                 self._commit(ev, dec)
             return
         if isinstance(ev, (GtidEvent, MariaGtidEvent)):  # (its text made once, for both)
+            b = self._boundary
+            if (b is not None and b.file is not None and b.file == dec.file and ev.offset < b.pos
+                    and ev.header.log_pos):
+                self._went_back(ev, b)
             gtid = ev.gtid
             if gtid and self._gtid_set is not None and type(ev) is GtidEvent:
                 self._check_gtid_gap(gtid)
@@ -924,11 +933,25 @@ class BinlogStream:
             if b is not None and b.file == dec.file and b.file is not None and ev.end > b.pos:
                 self._boundary = Position(dec.file, ev.end)
 
+    def _went_back(self, ev: Event, b: Position) -> None:
+        """A transaction that opens before the boundary in the same file: its positions (and
+        every later one) would point at other bytes, and a checkpoint taken on them resumes in
+        the wrong place. Stop before any of its rows."""
+        gtid = getattr(ev, "gtid", None)
+        raise PositionWentBack(
+            f"the primary {self.url} sent {f'transaction {gtid}' if gtid else 'a transaction'} "
+            f"at {b.file}:{ev.offset}, before {b.file}:{b.pos} where the stream already is: its "
+            "positions went back inside one binlog file (as when a primary restarts into a new "
+            "file without sending a ROTATE for it: Dolt 2.3 after a restart)",
+            hint="nothing of that transaction was handed out; start the stream again (it "
+                 "resumes from its checkpoint on a new connection), and if it repeats, the "
+                 "primary's binlog positions cannot be trusted: report it to its maintainers")
+
     def _warn_signedness(self, tm: TableMapEvent) -> None:
-        """Without a schema history, integer columns whose TABLE_MAP does not say UNSIGNED
-        (binlog_row_metadata below FULL, or Dolt) are read as signed: say so, once a table."""
+        """Integer columns whose TABLE_MAP (filled by the schema history, if any) does not say
+        UNSIGNED (binlog_row_metadata below FULL, or Dolt, and no history for the table) are
+        read as signed: say so, once a table."""
         seen = self._unsigned_unknown
-        assert seen is not None
         if len(seen) >= 4096:  # (a server that renumbers its tables: keep it bounded)
             seen.clear()
         seen.add(tm.table_id)
@@ -942,8 +965,9 @@ class BinlogStream:
         names = ", ".join(c.name or f"@{c.index + 1}" for c in ints)
         log.warning("%s: the binlog does not say which integer columns are UNSIGNED (%s are read "
                     "as signed: an UNSIGNED value above the signed maximum comes out negative); "
-                    "keep a schema history (--checkpoint started at the end), or have the "
-                    "server log signedness (binlog_row_metadata=FULL on MySQL and MariaDB)",
+                    "keep a schema history (binlake stream keeps one unless "
+                    "--no-schema-history), or have the server log signedness "
+                    "(binlog_row_metadata=FULL on MySQL and MariaDB)",
                     tm.qualified_name, names)
 
     def _check_gtid_gap(self, gtid: str) -> None:

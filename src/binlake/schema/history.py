@@ -125,6 +125,10 @@ class SchemaHistory:
         self.versions: dict[TableKey, list[Version]] = {}
         self.databases: dict[str, DatabaseDef] = {}
         self.log: list[DdlRecord] = []
+        self.opaque: dict[TableKey, str] = {}
+        """Tracked tables whose shape at `start` is unknown (they existed, and DDL read after
+        `start` changed them), each with why; a statement that defines the table anew (CREATE,
+        DROP) takes it out. See binlake.schema.range_history."""
         self._log_index: dict[tuple[int, int], DdlRecord] = {}
         self._head_catalog: Catalog | None = None
 
@@ -264,6 +268,8 @@ class SchemaHistory:
                                "def": v.table.to_dict() if v.table else None} for v in vs]}
                 for k, vs in sorted(self.versions.items())],
             "log": [r.to_json() for r in self.log],
+            **({"opaque": [[k[0], k[1], why] for k, why in sorted(self.opaque.items())]}
+               if self.opaque else {}),
         }
 
     @classmethod
@@ -284,6 +290,7 @@ class SchemaHistory:
                         TableDef.from_dict(v["def"]) if v["def"] else None)
                 for v in t["versions"]]
         h.log = [DdlRecord.from_json(r) for r in d.get("log", [])]
+        h.opaque = {(s, n): why for s, n, why in d.get("opaque", [])}
         h._log_index = {(file_seq(r.file), r.pos): r for r in h.log}
         return h
 

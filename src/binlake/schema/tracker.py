@@ -47,6 +47,40 @@ _NOT_DDL = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA\s|SAVEPOINT|RELEASE\s|INSE
 _DDL_WORDS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"})
 
 
+def maybe_ddl(text: str) -> bool:
+    """Whether a QUERY event's text may change a table shape (not BEGIN, DML, XA, SET ...)."""
+    return not _NOT_DDL.match(text)
+
+
+class ShapeUnknownError(SchemaError):
+    """Rows of a table whose shape at the stream's start nothing here records."""
+
+
+class RefusedRows:
+    """The `row_decoders` of a TABLE_MAP whose rows must not be decoded: every decoder asked
+    for raises the error `refusal` makes (only the column names may be kept). Not a dict, so
+    the C scanner leaves such rows to the Python path, which asks."""
+
+    def __init__(self, refusal: Callable[[], SchemaError]) -> None:
+        self._refusal = refusal
+        self._names: dict[Any, Any] = {}
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == "column-names":
+            return self._names.get(key, default)
+        raise self._refusal()
+
+    def __getitem__(self, key: Any) -> Any:
+        if key == "column-names":
+            return self._names[key]
+        raise self._refusal()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key != "column-names":
+            raise self._refusal()
+        self._names[key] = value
+
+
 class DdlApplyError(SchemaError):
     """A DDL statement that may change tracked tables could not be applied with certainty."""
 
@@ -227,6 +261,10 @@ class SchemaTracker:
         """Fill names, signedness, charsets, labels, JSON flags, UUID/INET types and key into
         a TABLE_MAP."""
         history = self.history
+        if history.opaque:
+            okey = history.head_catalog().key(tm.schema, tm.table)
+            if okey in history.opaque and self.tables(*okey):
+                return self._opaque(tm, okey)
         cat = history.head_catalog()
         parse = tm.columns
         quick = self._by_parse.get(id(parse))
@@ -270,6 +308,30 @@ class SchemaTracker:
         # may take the first branch above
         self._by_parse[id(parse)] = (parse, table, names, first, cat if at_head else None)
         return out
+
+    def _opaque(self, tm: TableMapEvent, key: tuple[str, str]) -> TableMapEvent:
+        """A table in `history.opaque`: its own TABLE_MAP when that names every column (FULL
+        metadata), else a map whose rows are refused when decoded, naming the table and what
+        would make its shape known. (At the rows, not here: the server writes a TABLE_MAP for
+        every table a statement may write, a trigger's too, rows or none.)"""
+        if all(c.name is not None for c in tm.columns):
+            return tm
+        why = self.history.opaque[key]
+        h = self.history
+        start = h.start or (f"GTID {h.start_gtid}" if h.start_gtid else None)
+
+        def refusal() -> ShapeUnknownError:
+            return ShapeUnknownError(
+                f"{tm.qualified_name}, rows after its TABLE_MAP at {tm.file}:{tm.offset}: the "
+                f"shape this table had at the stream's start{f' ({start})' if start else ''} "
+                f"is unknown: it existed before the start and DDL read since changed it "
+                f"(first: {why}); the binlog does not name its columns "
+                "(binlog_row_metadata is not FULL)",
+                hint="resume from a checkpoint whose schema history was kept "
+                     "(CHECKPOINT.schema.json), or set binlog_row_metadata=FULL on the primary "
+                     "before such rows are written, or leave the table out with --tables")
+
+        return tm.with_columns(tm.columns, tm.primary_key, RefusedRows(refusal))  # type: ignore[arg-type]
 
     def _drift(self, tm: TableMapEvent, key: tuple[str, str], table: TableDef | None,
                problems: list[str]) -> TableMapEvent:
@@ -339,6 +401,7 @@ class SchemaTracker:
             return None
         head_cat = self.history.head_catalog()
         cat = head_cat.copy()
+        defined = self._follow_opaque(stmts, ev.schema, head_cat) if self.history.opaque else []
         server_coll = (ev.status_vars.get("charset") or {}).get("server")
         server_cs = None
         if server_coll:
@@ -354,6 +417,8 @@ class SchemaTracker:
         except SchemaError as exc:
             refs = [r for st in stmts for r in ddl.iter_statement_tables(st, ev.schema)]
             return self._cannot_apply(ev, exc, refs, text)
+        for key in defined:  # dropped or renamed away: no longer of unknown shape
+            self.history.opaque.pop(key, None)
         changes = [c for c in changes if self._tracked_key(*c.key)
                    or (c.old_key is not None and self._tracked_key(*c.old_key))]
         db_stmts = [s for s in stmts if isinstance(s, ddl.DatabaseStmt)]
@@ -370,7 +435,51 @@ class SchemaTracker:
         return self._record(ev, kind, changes, dbs, cat)
 
     def _tracked_key(self, schema: str, table: str) -> bool:
-        return self.tables(schema, table)
+        """Tracked and of known shape (DDL on an opaque table changes nothing we know)."""
+        return self.tables(schema, table) and (schema, table) not in self.history.opaque
+
+    def _follow_opaque(self, stmts: list[ddl.Statement], default: str,
+                       cat: Catalog) -> list[tuple[str, str]]:
+        """Carry `history.opaque` through one event's statements, before they are applied: a
+        CREATE defines its table (it leaves the set), a copy or a new name of an opaque
+        table joins it. Returns the tables to take out after the apply (dropped, renamed
+        away): until then they must stay untracked, so that the apply ignores them."""
+        op = self.history.opaque
+        before = dict(op)
+        gone: list[tuple[str, str]] = []
+
+        def key(ref: ddl.TableRef) -> tuple[str, str]:
+            return cat.key(ref.schema or default, ref.name)
+
+        for st in stmts:
+            if isinstance(st, (ddl.CreateTable, ddl.CreateSequence)) and not st.temporary:
+                k = key(st.table)
+                like = getattr(st, "like", None)
+                if like is not None and key(like) in op:
+                    op[k] = op[key(like)]  # a copy of an unknown shape
+                elif k in op and not st.if_not_exists:
+                    del op[k]
+            elif isinstance(st, ddl.DropTables) and not st.temporary:
+                gone += [key(r) for r in st.tables if key(r) in op]
+            elif isinstance(st, ddl.RenameTables):
+                for a, b in st.pairs:
+                    if key(a) in op:
+                        op[key(b)] = op[key(a)]
+                        gone.append(key(a))
+            elif isinstance(st, ddl.AlterTable) and key(st.table) in op:
+                k = key(st.table)
+                for action in st.actions:
+                    if action[0] in ("rename", "partition_to_table"):
+                        op[key(action[1])] = op[k]
+                        if action[0] == "rename":
+                            gone.append(k)
+            elif isinstance(st, ddl.DatabaseStmt) and (
+                    st.action == "drop" or (st.action == "create" and st.or_replace)):
+                name = cat.norm(st.name or default)
+                gone += [k for k in op if k[0] == name]
+        if op != before or gone:
+            self.dirty = True
+        return gone
 
     def _tracked_db(self, ev: QueryEvent, stmts: list[ddl.DatabaseStmt]) -> bool:
         return any(self.tables(s.name or ev.schema, "") for s in stmts)
