@@ -28,7 +28,7 @@ from binlake.binlog.codecs.gtid import (
 from binlake.binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 from binlake.binlog.header import EventHeader
 from binlake.errors import DecodeError
-from binlake.gtid import MariaGtid, MariaGtidState, MySQLGtidSet
+from binlake.gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 
 CORPUS = Path("/work/shared/corpus")
 

@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import ProtocolError, ServerError
-from ..versions import version_tuple  # noqa: F401 - re-exported for the stream
+from .._util.versions import version_tuple  # noqa: F401 - re-exported for the stream
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15

@@ -26,13 +26,13 @@ import time
 import uuid as uuidlib
 import zlib
 
-from ..versions import version_tuple
+from .._util.versions import version_tuple
 from dataclasses import dataclass
 
 from ..binlog.constants import CHECKSUM_LEN, HEADER_LEN, ChecksumAlg, EventType as E
 from ..binlog.decoder import BinlogDecoder
 from ..errors import BinlakeError, DecodeError, ProtocolError
-from ..gtid import MariaGtid, MariaGtidState, MySQLGtidSet
+from ..gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 from ..protocol.capabilities import Command
 from ..protocol.results import ColumnDefinition
 from ..protocol.server import (

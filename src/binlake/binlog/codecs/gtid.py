@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 from ..wire import Buffer, need, packed_int, raw, u8, u32, u64, uint_n
 from ...errors import DecodeError
-from ...xa import xid_text
+from ...cdc.xa import xid_text
 
 __all__ = [
     "decode_gtid",
@@ -263,7 +263,7 @@ def decode_gtid_tagged(body: memoryview, base: dict) -> GtidEvent:
 
 def decode_previous_gtids(body: memoryview, base: dict) -> PreviousGtidsEvent:
     """PREVIOUS_GTIDS (35): an encoded GTID set, untagged or (8.3+) tagged layout."""
-    from ...gtid import decode_gtid_set_encoding  # the set module imports this one
+    from ...gtid.sets import decode_gtid_set_encoding  # the set module imports this one
 
     if len(body) < 8:
         raise _malformed(f"PREVIOUS_GTIDS body of {len(body)} bytes is shorter than 8")

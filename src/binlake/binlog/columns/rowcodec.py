@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from ...errors import DecodeError
-from ...values import ABSENT, Geometry, MySQLTime
+from ..values import ABSENT, Geometry, MySQLTime
 from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
 from . import temporal
@@ -308,7 +308,7 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
     key = ("json", lines, _signature(columns), tuple(names), tuple(present))
     fn = _CACHE.get(key)
     if fn is None:
-        from ...cdcjson import json_string, jsonl_value_text, value_text_function
+        from ...cdc.jsontext import json_string, jsonl_value_text, value_text_function
 
         text_of = jsonl_value_text if lines else value_text_function
         ops = []

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
-from .binlog.codecs.gtid import read_varlen_unsigned, write_varlen_unsigned
-from .binlog.wire import Buffer, u64
-from .errors import BinlakeError, ConfigError, DecodeError, ProtocolError
-from .lazy_re import LazyPattern
+from ..binlog.codecs.gtid import read_varlen_unsigned, write_varlen_unsigned
+from ..binlog.wire import Buffer, u64
+from ..errors import BinlakeError, ConfigError, DecodeError, ProtocolError
+from .._util.lazy_re import LazyPattern
 
 if TYPE_CHECKING:
-    from .binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
+    from ..binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 
 __all__ = [
     "GNO_MAX",

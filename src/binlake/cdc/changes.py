@@ -12,15 +12,15 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator
 
-from .binlog.constants import ColumnType as T
-from .binlog.events import (
-    Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
-    XidEvent,
-)
-from .binlog.table_map import ColumnInfo, TableMapEvent
-from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
-from .errors import BinlakeError
-from .lazy_re import LazyPattern
+from ..binlog.constants import ColumnType as T
+from ..binlog.events import (
+     Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
+     XidEvent,
+ )
+from ..binlog.table_map import ColumnInfo, TableMapEvent
+from ..binlog.values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
+from ..errors import BinlakeError
+from .._util.lazy_re import LazyPattern
 from .xa import Held, PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
@@ -289,7 +289,7 @@ _RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary
 
 def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
     """The C record builder, told ChangeRecord's slots (None without the extension)."""
-    from .binlog.columns.rowcodec import _speedups
+    from ..binlog.columns.rowcodec import _speedups
 
     if _speedups is None or not hasattr(_speedups, "make_records"):
         return None
@@ -335,7 +335,7 @@ def incident_line(ev: IncidentEvent) -> str:
 class ChangeTracker:
     """Follow transaction context across events and turn rows events into ChangeRecords.
 
-    Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.xa): `xa`
+    Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.cdc.xa): `xa`
     carries the pending ones across readers, `reread` fetches the records of a PREPARE this
     tracker did not see, and the units they span (None: such a commit is an error naming the
     range).
@@ -366,7 +366,7 @@ class ChangeTracker:
         self._decided: tuple[str, bool, PreparedRange | None, Held | None] | None = None
         self.released_units = 0
         """How many units (rows and statement records, before the table filter) the XA
-        records last handed out span; each record's `row` is its unit index (binlake.xa)."""
+        records last handed out span; each record's `row` is its unit index (binlake.cdc.xa)."""
 
     def observe(self, ev: Event, *, keep: bool = True) -> None:
         """Follow an event without asking for its records (keep=False: the caller will not

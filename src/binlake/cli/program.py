@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 import click
 
-from . import __version__
-from .errors import BinlakeError
+from .. import __version__
+from ..errors import BinlakeError
 
 
 _PROGRAM = False
@@ -104,7 +104,7 @@ def main() -> None:
 def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
     if not key_file:
         return None
-    from .binlog.encryption import load_key_file
+    from ..binlog.encryption import load_key_file
 
     return load_key_file(Path(key_file).read_text())
 
@@ -206,8 +206,8 @@ _LAZY_COMMANDS = {
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # python -m binlake.cli: run the module the subcommands import (binlake.cli), not this
+    # python -m binlake.cli: run the module the subcommands import (binlake.cli.program), not this
     # copy of it, so that what entry() sets is what they read (settle_imports).
-    from binlake.cli import entry as _entry
+    from binlake.cli.program import entry as _entry
 
     _entry()
