@@ -206,7 +206,7 @@ _LAZY_COMMANDS = {
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # python -m binlake.cli: run the module the subcommands import (binlake.cli.program), not this
+    # python -m binlake.cli.program: run the module the subcommands import, not this
     # copy of it, so that what entry() sets is what they read (settle_imports).
     from binlake.cli.program import entry as _entry
 
