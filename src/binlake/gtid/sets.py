@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
-from ..binlog.codecs.gtid import read_varlen_unsigned, write_varlen_unsigned
 from ..binlog.wire import Buffer, u64
 from ..errors import BinlakeError, ConfigError, DecodeError, ProtocolError
 from .._util.lazy_re import LazyPattern
+from .encoding import read_varlen_unsigned, write_varlen_unsigned
 
 if TYPE_CHECKING:
     from ..binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
