@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from binlake.binlog import files
-from binlake.binlog.columns.rowcodec import _speedups
+from binlake.binlog.columns.native import speedups as _speedups
 from test_files_mapped import _read  # (every event as a tuple, and the error that stopped it)
 
 pytestmark = pytest.mark.skipif(_speedups is None or not hasattr(_speedups, "CrcAhead"),

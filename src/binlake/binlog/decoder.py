@@ -20,7 +20,7 @@ from .constants import (
 from .codecs import control, query, rows
 from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.rowcodec import _speedups
+from .columns.native import speedups as _speedups
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 

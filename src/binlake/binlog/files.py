@@ -8,7 +8,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .columns.rowcodec import _speedups
+from .columns.native import speedups as _speedups
 from .constants import ChecksumAlg, EventFlag, EventType as E
 from .decoder import BinlogDecoder
 from .events import Event

@@ -289,7 +289,7 @@ _RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary
 
 def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
     """The C record builder, told ChangeRecord's slots (None without the extension)."""
-    from ..binlog.columns.rowcodec import _speedups
+    from ..binlog.columns.native import speedups as _speedups
 
     if _speedups is None or not hasattr(_speedups, "make_records"):
         return None
