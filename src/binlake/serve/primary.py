@@ -35,17 +35,19 @@ from ..errors import BinlakeError, DecodeError, ProtocolError
 from ..gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 from ..protocol.capabilities import Command
 from ..protocol.results import ColumnDefinition
-from ..protocol.server import (
+from ..protocol.replication import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_THROUGH_GTID,
     BinlogDump,
     BinlogDumpGtid,
+    RegisterReplica,
+)
+from ..protocol.server import (
     InitDB,
     OtherCommand,
     Ping,
     Query,
     Quit,
-    RegisterReplica,
     ServerConnection,
 )
 from .sql import (
