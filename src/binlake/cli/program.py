@@ -41,7 +41,9 @@ class _Fail(click.ClickException):
     exit_code = 2
 
 
-def _fail(exc: BinlakeError) -> click.ClickException:
+def click_error(exc: BinlakeError) -> click.ClickException:
+    """A binlake error as the one line click prints before exiting with status 2 (every
+    subcommand reports its errors so)."""
     return _Fail(str(exc))
 
 
@@ -185,7 +187,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         else:
             counts = decode_in_order(spec, out)
     except BinlakeError as exc:
-        raise _fail(exc) from None
+        raise click_error(exc) from None
     except BrokenPipeError:
         return
     if stats:

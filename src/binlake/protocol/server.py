@@ -36,7 +36,7 @@ from .capabilities import (
     Command,
     ServerStatus,
 )
-from .client import NEED_DATA, _NeedData
+from .client import NEED_DATA, NeedData
 from .handshake import HandshakeResponse, InitialHandshake, SSLRequest
 from .packets import PacketEndpoint, PacketStream
 from .replication import BinlogDump, BinlogDumpGtid, RegisterReplica
@@ -105,7 +105,7 @@ class OtherCommand:
 
 
 ServerEvent = (TLSRequested | Authenticated | AuthenticationFailed | Query | InitDB | Ping | Quit
-               | RegisterReplica | BinlogDump | BinlogDumpGtid | OtherCommand | _NeedData)
+               | RegisterReplica | BinlogDump | BinlogDumpGtid | OtherCommand | NeedData)
 
 
 class ServerState(enum.Enum):

@@ -184,7 +184,7 @@ def _parse_gtid(text: str) -> Position:
 
 
 def _fail(exc: BinlakeError) -> click.ClickException:
-    from ..cli.program import _fail as fail
+    from ..cli.program import click_error as fail
 
     return fail(exc)
 

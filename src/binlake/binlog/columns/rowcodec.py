@@ -17,7 +17,7 @@ from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
 from . import temporal
 from .charsets import codec_for
-from .decimal import _decoder as decimal_decoder
+from .decimal import decoder_for as decimal_decoder
 from .decimal import decode_decimal
 from .native import c_module as _c_module
 from .native import prepare_float_text
