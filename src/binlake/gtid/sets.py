@@ -610,7 +610,7 @@ class MariaGtidState:
         """
         rows = source.gtids if hasattr(source, "gtids") else source
         doms: dict[int, MariaGtid] = {}
-        for d, s, q in rows:  # type: ignore[union-attr]
+        for d, s, q in rows:
             doms[d] = MariaGtid(d, s, q)
         return cls._from_dict(doms)
 
@@ -683,7 +683,7 @@ class MariaGtidState:
         if hasattr(gtid, "domain_id") and not isinstance(gtid, MariaGtid):
             g = MariaGtid.of(gtid)  # type: ignore[arg-type]
         else:
-            g = _as_maria(gtid)  # type: ignore[arg-type]
+            g = _as_maria(gtid)
         cur = self._domains.get(g.domain_id)
         return cur is not None and g.seq_no <= cur.seq_no
 
