@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from binlake.devserver import DevServer
+    from binlake.devtools.devserver import DevServer
     from binlake.spark.apply import ApplyConfig, TableOptions, apply_batch
     from binlake.spark.session import build_session
     from binlake.spark.typing import read_table_spec

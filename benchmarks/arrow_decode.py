@@ -24,8 +24,8 @@ def decode_file(path: str, tables_spec: str | None, batch_size: int, begin: int 
     from pathlib import Path
 
     from binlake.binlog.decoder import BinlogDecoder
-    from binlake.changes import table_filter
-    from binlake.files import read_part
+    from binlake.cdc.changes import table_filter
+    from binlake.binlog.files import read_part
     from binlake.spark.arrow import events_to_batches
 
     tables = table_filter(tables_spec)
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     work = [(path, args.tables, args.batch_size) for path in args.files]
     if jobs > 1:  # the Spark files source's partitions
-        from binlake.files import SPLIT_BYTES, split_points
+        from binlake.binlog.files import SPLIT_BYTES, split_points
 
         work = []
         for path in args.files:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak memory of binlake on one huge row and one huge transaction (issue 6: memory bounded).
 
-Starts a throwaway MariaDB (binlake.devserver), writes each case into binlog files of its
+Starts a throwaway MariaDB (binlake.devtools.devserver), writes each case into binlog files of its
 own, then runs `binlake decode --output null --stats` on those files and `binlake stream
 --until-end --output null --stats` from their start, each under GNU time, and prints peak RSS
 against the size of what was decoded:
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from binlake.devserver import DevServer, find_binary
+from binlake.devtools.devserver import DevServer, find_binary
 
 MIB = 1 << 20
 

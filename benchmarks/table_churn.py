@@ -82,7 +82,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    from binlake.devserver import DevServer
+    from binlake.devtools.devserver import DevServer
 
     with tempfile.TemporaryDirectory(prefix="binlake-churn-") as tmp:
         server = DevServer(Path(tmp)).start()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from binlake.devserver import DevServer, ExternalServer
+from binlake.devtools.devserver import DevServer, ExternalServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"

@@ -15,22 +15,22 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # binlog files and the sans-IO decoder
-    "read_events": "binlake.files",
-    "read_files": "binlake.files",
+    "read_events": "binlake.binlog.files",
+    "read_files": "binlake.binlog.files",
     "BinlogDecoder": "binlake.binlog.decoder",
     # change records
-    "ChangeRecord": "binlake.changes",
-    "iter_changes": "binlake.changes",
-    "table_filter": "binlake.changes",
+    "ChangeRecord": "binlake.cdc.changes",
+    "iter_changes": "binlake.cdc.changes",
+    "table_filter": "binlake.cdc.changes",
     # the live replica
     "BinlogStream": "binlake.replica.stream",
     "StreamOptions": "binlake.replica.stream",
     "ServerURL": "binlake.replica.url",
     "Position": "binlake.replica.position",
     # values that JSON has no word for
-    "ABSENT": "binlake.values",
-    "JSON_NULL": "binlake.values",
-    "InvalidTemporal": "binlake.values",
+    "ABSENT": "binlake.binlog.values",
+    "JSON_NULL": "binlake.binlog.values",
+    "InvalidTemporal": "binlake.binlog.values",
     # errors
     "BinlakeError": "binlake.errors",
     "DecodeError": "binlake.errors",
@@ -61,11 +61,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from binlake.binlog.decoder import BinlogDecoder
-    from binlake.changes import ChangeRecord, iter_changes, table_filter
+    from binlake.cdc.changes import ChangeRecord, iter_changes, table_filter
     from binlake.errors import (BinlakeError, ChecksumError, ConfigError, DecodeError,
                                 SchemaError, ServerError, TruncatedError, UnknownEventError)
-    from binlake.files import read_events, read_files
+    from binlake.binlog.files import read_events, read_files
     from binlake.replica.position import Position
     from binlake.replica.stream import BinlogStream, PositionUnavailable, StreamOptions
     from binlake.replica.url import ServerURL
-    from binlake.values import ABSENT, JSON_NULL, InvalidTemporal
+    from binlake.binlog.values import ABSENT, JSON_NULL, InvalidTemporal

@@ -12,7 +12,7 @@ import pytest
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError
-from binlake.files import read_events, read_part, split_points
+from binlake.binlog.files import read_events, read_part, split_points
 from binlake.spark import arrow
 from binlake.spark.arrow import CDC_SCHEMA, events_to_batches
 

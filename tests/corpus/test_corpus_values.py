@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from binlake.binlog.encryption import load_key_file
-from binlake.changes import iter_changes
-from binlake.files import read_events
-from binlake.values import ABSENT, Geometry, InvalidTemporal, MySQLTime
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_events
+from binlake.binlog.values import ABSENT, Geometry, InvalidTemporal, MySQLTime
 
 GEN = "generated-mariadb-10.11"
 UTC = dt.timezone.utc

@@ -11,7 +11,7 @@ import pytest
 from binlake.binlog.constants import EventType
 from binlake.binlog.encryption import load_key_file
 from binlake.errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 from corpus_index import corpus_files, index_event_counts
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import binlake.changes as changes
-import binlake.files as files_module
+import binlake.cdc.changes as changes
+import binlake.binlog.files as files_module
 from binlake.binlog.events import RowsEvent
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.errors import BinlakeError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 from corpus_index import corpus_files
 

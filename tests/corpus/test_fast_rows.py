@@ -22,7 +22,7 @@ from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent
 from binlake.errors import BinlakeError, SchemaDriftError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 from corpus_index import corpus_files
 
@@ -669,7 +669,7 @@ def _records_of_packets(path: Path, merge: bool, table_filter: object = None
     outside XA PREPAREs (the replica's loop does so only inside a transaction, which
     changes no record); merge: the runs in records mode (lists of records made in C, as
     for BinlogStream.batches(per_event=False)). (each record's fields, the lists made in C)."""
-    from binlake.changes import ChangeTracker
+    from binlake.cdc.changes import ChangeTracker
 
     buf = _event_packets(_raw_events(path.read_bytes()))
     dec = _decoder("c", file=path.name, table_filter=table_filter, count_filtered=True,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import binlake.cdcjson as cdcjson
-from binlake.cli import main
+import binlake.cdc.jsontext as cdcjson
+from binlake.cli.program import main
 
 from corpus_index import corpus_files
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import binlake.changes as changes
-from binlake.binlog.columns.rowcodec import _c_module
-from binlake.changes import ChangeRecord, ChangeTracker
+import binlake.cdc.changes as changes
+from binlake.binlog.columns.native import c_module as _c_module
+from binlake.cdc.changes import ChangeRecord, ChangeTracker
 from binlake.errors import DecodeError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 from corpus_index import corpus_files
 

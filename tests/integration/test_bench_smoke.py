@@ -9,7 +9,7 @@ import pytest
 from binlake.bench.cli import BenchConfig, run_benchmark
 from binlake.bench.runners import DEFAULT_TOOLS
 from binlake.bench.workload import TABLES
-from binlake.devserver import DevServer
+from binlake.devtools.devserver import DevServer
 
 
 def test_bench_smoke(mariadb_factory: Callable[..., DevServer], tmp_path: Path,

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from binlake.changes import iter_changes
-from binlake.files import read_files
-from binlake.values import ABSENT, InvalidTemporal, MySQLTime
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_files
+from binlake.binlog.values import ABSENT, InvalidTemporal, MySQLTime
 
 DDL = """
 CREATE TABLE types_all (

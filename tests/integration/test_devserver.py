@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.devserver import DevServer, DevServerError
+from binlake.devtools.devserver import DevServer, DevServerError
 
 
 def _own(server: object) -> DevServer:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import binlake.cdcjson as cdcjson
+import binlake.cdc.jsontext as cdcjson
 from binlake.bench.workload import Workload, load
-from binlake.cli import main
+from binlake.cli.program import main
 
 pytestmark = pytest.mark.integration
 
@@ -113,8 +113,8 @@ def test_values_of_unusual_types_go_to_the_formatters(binlogs: list[str]) -> Non
     """Records whose values are not their column's usual type (NaN, an int past 64 bits, a
     str subclass, bytes in a text column, a dict image, a statement record): the C writer
     hands them to the Python formatters or the twin, and writes the twin's bytes."""
-    from binlake.changes import ChangeRecord, iter_changes
-    from binlake.files import read_events
+    from binlake.cdc.changes import ChangeRecord, iter_changes
+    from binlake.binlog.files import read_events
 
     recs = [r for f in binlogs for r in iter_changes(read_events(f))
             if r.table == "jl_edge" and r.op == "insert"]

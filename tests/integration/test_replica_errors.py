@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 
 
 def stream_cli(*args: str) -> tuple[int, str]:

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from binlake.binlog.decoder import BinlogDecoder
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, ResumeMismatch, StreamOptions
 from binlake.replica.url import ServerURL

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 from streamcollect import wait_started, wait_written
 from tcpproxy import TcpProxy  # tests/integration is on sys.path (rootdir-less test dirs)
 

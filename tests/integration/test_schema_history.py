@@ -18,7 +18,7 @@ import pytest
 from binlake.binlog.constants import EventType
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import Event, QueryEvent, RowsEvent
-from binlake.changes import ChangeTracker
+from binlake.cdc.changes import ChangeTracker
 from binlake.errors import SchemaDriftError, SchemaError
 from binlake.schema import bootstrap as bs
 from binlake.schema import ddl

@@ -162,7 +162,7 @@ def test_mariadb_binlog_stop_never_follows_a_growing_file(served: Served, tmp_pa
 
 
 def _event_end_before(path: Path, offset: int) -> int:
-    from binlake.files import read_events
+    from binlake.binlog.files import read_events
 
     return max(ev.end for ev in read_events(path) if ev.inner_index is None and ev.end <= offset)
 

@@ -14,7 +14,7 @@ import pytest
 from binlake.binlog.constants import ChecksumAlg
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import HeartbeatEvent, MariaGtidEvent, QueryEvent
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 from binlake.replica import dialogue as dlg
 from binlake.replica.connection import MySQLConnection
 from binlake.replica.position import Position

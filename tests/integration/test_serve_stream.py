@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.gtid import MariaGtidState, MySQLGtidSet
+from binlake.gtid.sets import MariaGtidState, MySQLGtidSet
 from test_serve_support import (
     MARIADB_CHAIN, MYSQL_SETS, PASSWORD, USER, UUID80, UUID96, assert_same_changes, decode_lines,
     is_row_change, link_files, plain_url, run_cli, serving, stream_lines,

@@ -1,8 +1,8 @@
 """TRUNCATE arrives as a statement, not rows: it must still become a change record."""
 from __future__ import annotations
 
-from binlake.changes import iter_changes
-from binlake.files import read_files
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_files
 
 
 def test_truncate_becomes_a_record(mariadb) -> None:

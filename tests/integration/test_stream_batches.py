@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import binlake.changes as changes
+import binlake.cdc.changes as changes
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 
 
 def _stream(url: str, ckpt: Path, out: Path) -> None:

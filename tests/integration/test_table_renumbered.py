@@ -10,8 +10,8 @@ import pytest
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent
-from binlake.changes import iter_changes
-from binlake.files import read_events
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_events
 from binlake.replica.position import Position
 from binlake.replica.url import ServerURL
 from streamcollect import collect  # tests/integration is on sys.path (rootdir-less test dirs)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.replica.checkpoint import CheckpointStore
 from binlake.replica.position import Position
 from binlake.replica.connection import MySQLConnection
@@ -266,7 +266,7 @@ def test_a_filtered_decode_numbers_xa_rows_as_an_unfiltered_one(mariadb) -> None
     assert [r["position"]["row"] for r in skipped] == [3, 4, 6]  # after xa_left's 3, then 1
     # the Spark files source's way: its decoder told between events what it may pass over
     from binlake.binlog.decoder import BinlogDecoder
-    from binlake.files import read_events
+    from binlake.binlog.files import read_events
     from binlake.spark.arrow import events_to_batches
 
     last = Path(files[-1])
@@ -336,7 +336,7 @@ def _decode_jobs_across_files(mariadb) -> None:
     # files cut in pieces of 300 bytes: the PREPARE found in an earlier piece of a file too
     import io
 
-    from binlake.decode_command import DecodeSpec, decode_in_order, decode_in_parallel
+    from binlake.cli.decode_command import DecodeSpec, decode_in_order, decode_in_parallel
 
     conn = mariadb.connect()
     try:

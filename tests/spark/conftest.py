@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from binlake.binlog.constants import ColumnType as T
-from binlake.changes import ChangeRecord
+from binlake.cdc.changes import ChangeRecord
 from binlake.spark.arrow import file_index
 
 SPARK_DIR = Path(__file__).resolve().parent

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from binlake.changes import iter_changes, table_filter
-from binlake.files import read_files
+from binlake.cdc.changes import iter_changes, table_filter
+from binlake.binlog.files import read_files
 
 pytestmark = pytest.mark.spark
 
@@ -93,7 +93,7 @@ def test_live_server_binlogs(spark: Any, mariadb: Any, cdc_row_check: Any) -> No
 def test_files_read_in_parts(spark: Any, corpus_dir: Path, cdc_row_check: Any) -> None:
     """splitBytes cuts files at GTID events: more partitions, the same records; the XA
     transaction prepared in one part of its file and committed in the next is found there."""
-    from binlake.files import split_points
+    from binlake.binlog.files import split_points
 
     folder = corpus_dir / GENERATED
     files = sorted(p for p in folder.glob("mariadb-10.11.19-*.000001")

@@ -19,10 +19,10 @@ pytest.importorskip("pyspark")
 from click.testing import CliRunner
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from binlake.cli import main as cli
+from binlake.cli.program import main as cli
 from binlake.errors import ConfigError
-from binlake.changes import iter_changes
-from binlake.files import read_events
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_events
 from binlake.replica.position import TransactionBoundaries
 from binlake.spark.arrow import file_index
 from binlake.spark.stream_source import (

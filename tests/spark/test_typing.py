@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from binlake.changes import iter_changes
-from binlake.files import read_events
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_events
 from binlake.spark.typing import (
     ColumnSpec, TableSpec, column_from_information_schema, image_schema, spark_type,
     specs_from_events, typed_value,
 )
-from binlake.values import InvalidTemporal, MySQLTime
+from binlake.binlog.values import InvalidTemporal, MySQLTime
 
 pytestmark = pytest.mark.spark
 CORPUS_FILE = "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"

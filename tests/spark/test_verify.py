@@ -213,7 +213,7 @@ def test_cli_exit_status_and_json(mariadb: Any, spark: Any, synced: Path,
     from click.testing import CliRunner
     from deltalake import DeltaTable
 
-    from binlake.cli import main
+    from binlake.cli.program import main
 
     args = ["verify", mariadb.url, "--tables", f"{DB}.tags", "--wait", "0", "--chunk-size", "10"]
     ok = CliRunner().invoke(main, [*args, "--warehouse", str(synced)])

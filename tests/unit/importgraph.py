@@ -60,7 +60,8 @@ def build(root: Path = SRC / "binlake") -> Graph:
                     owner = _owner(target, files)
                     graph.edges[name].add(owner)
                     private = alias.name.startswith("_") and not alias.name.startswith("__")
-                    if private and owner != name:
+                    if private and owner != name and not _own_module(name, is_package, target,
+                                                                     alias.name, root):
                         graph.private.add((name, owner, alias.name))
     for name in graph.edges:
         graph.edges[name].discard(name)
@@ -80,6 +81,18 @@ def _runtime(tree: ast.Module) -> ast.Module:
             return node
 
     return Strip().visit(tree)
+
+
+def _own_module(name: str, is_package: bool, target: str, alias: str, root: Path) -> bool:
+    """`from . import _mod` of a module in the importer's own package (a C extension
+    included): the package's private module, used inside the package, is not another
+    module's private name."""
+    package = name if is_package else name.rpartition(".")[0]
+    if target != package:
+        return False
+    folder = root.parent.joinpath(*package.split("."))
+    return any(folder.glob(f"{alias}.py")) or any(folder.glob(f"{alias}.c")) \
+        or any(folder.glob(f"{alias}.*.so")) or (folder / alias / "__init__.py").is_file()
 
 
 def _owner(module: str, files: dict[str, Path]) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from binlake.changes import iter_changes
-from binlake.files import read_events
+from binlake.cdc.changes import iter_changes
+from binlake.binlog.files import read_events
 from binlake.spark import arrow
 from binlake.spark.arrow import CDC_SCHEMA, CdcBatchBuilder, events_to_batches, iter_cdc_batches
 
@@ -41,7 +41,7 @@ def test_every_path_gives_the_same_batches(corpus_dir: Path, size: int) -> None:
 
 def _records_by_event(path: Path, json_images: bool) -> list[list]:
     """Records grouped as BinlogStream.batches() groups them: one list per rows event."""
-    from binlake.changes import ChangeTracker
+    from binlake.cdc.changes import ChangeTracker
 
     tracker, out = ChangeTracker(), []
     for ev in read_events(path, json_images=json_images):
@@ -245,7 +245,7 @@ def test_adding_never_changes_an_events_rows(corpus_dir: Path, monkeypatch: pyte
     builder as parts; a single record added next must not be appended to the event's list."""
     from binlake.binlog.codecs import rows as rows_codec
     from binlake.binlog.events import RowsEvent
-    from binlake.changes import ChangeTracker
+    from binlake.cdc.changes import ChangeTracker
 
     monkeypatch.setattr(rows_codec, "fast_rows", lambda *a, **k: None)
     path = _paths(corpus_dir)[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 
 GEN = "generated-mariadb-10.11"
 FULL = f"{GEN}/mariadb-10.11.19-row-full-metafull-crc32.000001"
@@ -182,9 +182,9 @@ def test_files_cut_in_pieces_decode_as_whole_files(corpus_dir: Path, tmp_path: P
     join: it is decoded again whole). The output is the in-order run's."""
     import io
 
-    from binlake.decode_command import (DecodeSpec, _decode_piece, _joined, decode_in_order,
-                                        decode_in_parallel, plan_pieces)
-    from binlake.files import find_group_start
+    from binlake.cli.decode_command import (DecodeSpec, _decode_piece, _joined, decode_in_order,
+                                            decode_in_parallel, plan_pieces)
+    from binlake.binlog.files import find_group_start
 
     keys = _keys(corpus_dir)
     relay = tmp_path / "relay-bin.000001"
@@ -245,7 +245,7 @@ def _keys(corpus_dir: Path) -> dict[int, bytes]:
 def test_jobs_cut_one_big_file(corpus_dir: Path) -> None:
     """One file of 33.5 MB (a 16 MiB row inserted then updated) and --jobs 2: two pieces of
     the default size, the cut inside the big event; the output is one process's."""
-    from binlake.decode_command import DecodeSpec, plan_pieces
+    from binlake.cli.decode_command import DecodeSpec, plan_pieces
 
     big = str(corpus_dir / f"{GEN}/mariadb-10.11.19-large-event.000001")
     assert [p.parts for p in plan_pieces(DecodeSpec(files=(big,)), 2)] == [2, 2]
@@ -267,7 +267,7 @@ def test_the_program_settles_its_imports_a_caller_keeps_its_collector(corpus_dir
     assert res.exit_code == 0 and gc.get_freeze_count() == frozen
     in_process = json.loads(res.output)
     script = ("import atexit, gc, sys\n"
-              "import binlake.cli as cli\n"
+              "import binlake.cli.program as cli\n"
               "atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))\n"
               "sys.argv = ['binlake', 'decode', '--output', 'null', '--stats', sys.argv[1]]\n"
               "cli.entry()\n")
@@ -283,8 +283,8 @@ def test_the_program_settles_its_imports_a_caller_keeps_its_collector(corpus_dir
 
 def test_both_ways_of_starting_the_program_settle_the_imports() -> None:
     """`binlake` (the console script: cli.entry) and `python -m binlake.cli` both freeze
-    the imports of a command that reads cli.settle_imports from binlake.cli (stream does;
-    under -m, the module run as __main__ is a second copy of binlake.cli, and the flag was
+    the imports of a command that reads cli.settle_imports from binlake.cli.program (stream does;
+    under -m, the module run as __main__ is a second copy of binlake.cli.program, and the flag was
     set on that copy only). Here stream fails at once (nothing listens on the port it
     is given), after its imports are settled."""
     import socket
@@ -296,8 +296,8 @@ def test_both_ways_of_starting_the_program_settle_the_imports() -> None:
         port = probe.getsockname()[1]
     argv = ["binlake", "stream", f"mysql://u:p@127.0.0.1:{port}", "--until-end",
             "--output", "null"]
-    start = {"console script": "import binlake.cli as cli\ncli.entry()\n",
-             "python -m": "import runpy\nrunpy.run_module('binlake.cli', run_name='__main__', "
+    start = {"console script": "import binlake.cli.program as cli\ncli.entry()\n",
+             "python -m": "import runpy\nrunpy.run_module('binlake.cli.program', run_name='__main__', "
                           "alter_sys=True)\n"}
     for way, code in start.items():
         script = ("import atexit, gc, sys\n"

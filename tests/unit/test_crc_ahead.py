@@ -14,8 +14,8 @@ from typing import Iterator
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from binlake import files
-from binlake.binlog.columns.rowcodec import _speedups
+from binlake.binlog import files
+from binlake.binlog.columns.native import speedups as _speedups
 from test_files_mapped import _read  # (every event as a tuple, and the error that stopped it)
 
 pytestmark = pytest.mark.skipif(_speedups is None or not hasattr(_speedups, "CrcAhead"),
@@ -285,7 +285,7 @@ def test_parallel_workers_still_find_a_bad_checksum(corpus_dir: Path, tmp_path: 
     """`decode --jobs` workers (checksums in their decoding threads) fail at the event."""
     from click.testing import CliRunner
 
-    from binlake.cli import main
+    from binlake.cli.program import main
 
     src = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
     data = bytearray(src.read_bytes())

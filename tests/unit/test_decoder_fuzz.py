@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.errors import DecodeError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 SOURCES = [
     "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-nochecksum.000001",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from binlake import files
+from binlake.binlog import files
 from binlake.errors import DecodeError
 
 FDE_FLAGS = 4 + 17  # the FORMAT_DESCRIPTION's header flags, after the magic

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from binlake.errors import DecodeError
-from binlake.files import GROUP_STARTS, read_events, read_part, split_points
+from binlake.binlog.files import GROUP_STARTS, read_events, read_part, split_points
 
 
 def _events(path: Path) -> list[tuple[int, int, int | None]]:

@@ -20,15 +20,13 @@ from binlake.binlog.codecs.gtid import (
     decode_maria_gtid,
     decode_maria_gtid_list,
     decode_previous_gtids,
-    read_varlen_signed,
-    read_varlen_unsigned,
-    write_varlen_signed,
-    write_varlen_unsigned,
 )
 from binlake.binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 from binlake.binlog.header import EventHeader
 from binlake.errors import DecodeError
-from binlake.gtid import MariaGtid, MariaGtidState, MySQLGtidSet
+from binlake.gtid.encoding import (read_varlen_signed, read_varlen_unsigned, write_varlen_signed,
+                                   write_varlen_unsigned)
+from binlake.gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 
 CORPUS = Path("/work/shared/corpus")
 

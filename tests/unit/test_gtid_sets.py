@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlake.errors import ConfigError, ProtocolError
-from binlake.gtid import (
-    GNO_MAX,
-    GtidOrderError,
-    MariaGtid,
-    MariaGtidState,
-    MySQLGtidSet,
-    parse_gtid,
-)
+from binlake.gtid.sets import (
+         GNO_MAX,
+         GtidOrderError,
+         MariaGtid,
+         MariaGtidState,
+         MySQLGtidSet,
+         parse_gtid,
+     )
 
 U1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 U2 = "b9b88c66-0755-11f1-9899-4a9da94c4d71"
@@ -346,7 +346,7 @@ def test_prop_maria_union_is_per_domain_max(a: list, b: list) -> None:
 
 
 def test_missing_before_names_the_hole_a_new_gno_would_open() -> None:
-    from binlake.gtid import MySQLGtidSet
+    from binlake.gtid.sets import MySQLGtidSet
 
     u = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     s = MySQLGtidSet(f"{u}:1-1414")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from binlake.binlog.codecs import rows as rows_codec
-from binlake.binlog.columns.rowcodec import _speedups
+from binlake.binlog.columns.native import speedups as _speedups
 from binlake.binlog.events import RowsEvent
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 
 pytestmark = pytest.mark.skipif(_speedups is None, reason="needs the C extension")
 

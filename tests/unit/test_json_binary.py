@@ -30,7 +30,7 @@ from binlake.binlog.columns.json_binary import (
     json_default,
 )
 from binlake.errors import DecodeError
-from binlake.values import InvalidTemporal, MySQLTime
+from binlake.binlog.values import InvalidTemporal, MySQLTime
 
 # =========================================================================================
 # A minimal binlog reader, only for these tests (fixed CRC32 checksums, v4 headers).

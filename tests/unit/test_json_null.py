@@ -15,9 +15,9 @@ from binlake.binlog.columns.json_binary import decode_json_binary, decode_json_c
 from binlake.binlog.columns.rowcodec import compile_c_row_decoder, compile_python_row_decoder
 from binlake.binlog.constants import ColumnType as T
 from binlake.binlog.table_map import ColumnInfo
-from binlake.cdcjson import value_text_function
-from binlake.changes import json_value
-from binlake.values import JSON_NULL
+from binlake.cdc.jsontext import value_text_function
+from binlake.cdc.changes import json_value
+from binlake.binlog.values import JSON_NULL
 
 COLS = [ColumnInfo(index=0, type=T.LONG, binlog_type=T.LONG, meta=0, nullable=False, name="id"),
         ColumnInfo(index=1, type=T.JSON, binlog_type=T.JSON, meta=4, nullable=True, name="doc")]

@@ -209,7 +209,7 @@ def test_utf8_check_agrees_with_python_on_short_sequences() -> None:
 def _floats_agree(bits: list[int]) -> None:
     import struct
 
-    from binlake.changes import float32_text
+    from binlake.cdc.changes import float32_text
 
     col = [ColumnInfo(index=0, type=T.FLOAT, binlog_type=T.FLOAT, meta=4, nullable=True)]
     jdec, _, _ = _json_pair(col, [True])

@@ -59,7 +59,7 @@ def test_position_maker_equals_the_constructor() -> None:
     """make_position stands in for Position(...) on a stream's per-transaction path: the
     same value, hash and frozenness."""
     from binlake.replica.position import Position, make_position
-    from binlake.xa import PreparedRange
+    from binlake.cdc.xa import PreparedRange
 
     xa = (PreparedRange("x", "binlog.000001", 4, 90),)
     for values in (("binlog.000002", 4, None, None, 0, None, ()),

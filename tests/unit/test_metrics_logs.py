@@ -6,7 +6,7 @@ import logging
 import urllib.request
 from pathlib import Path
 
-from binlake.logs import JsonFormatter, KeyValueFormatter
+from binlake.cli.logs import JsonFormatter, KeyValueFormatter
 from binlake.spark.metrics import SyncMetrics
 
 
@@ -65,7 +65,7 @@ def test_log_formatters_keep_the_extra_fields() -> None:
 def test_setup_routes_logs_and_quiets_py4j() -> None:
     import logging
 
-    from binlake import logs
+    from binlake.cli import logs
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.getLogger("py4j").level

@@ -15,7 +15,7 @@ from binlake.binlog.events import (
     GtidEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent, XaPrepareEvent, XidEvent,
 )
 from binlake.errors import ConfigError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 from binlake.replica import dialogue as dlg
 from binlake.replica.checkpoint import CheckpointStore
 from binlake.replica.position import Position, TransactionBoundaries

@@ -9,9 +9,9 @@ from hypothesis import given, strategies as st
 from binlake.binlog.constants import ColumnType as T
 from binlake.binlog.header import EventHeader
 from binlake.binlog.table_map import ColumnInfo, TableMapEvent
-from binlake.changes import ChangeTracker
+from binlake.cdc.changes import ChangeTracker
 from binlake.errors import SchemaDriftError
-from binlake.files import read_events
+from binlake.binlog.files import read_events
 from binlake.schema.history import BinlogPos, SchemaHistory
 from binlake.schema.model import Column, TableDef, binlog_shapes, column_collation_id
 from binlake.schema.tracker import DdlApplyError, SchemaTracker, table_from_binlog

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from binlake.binlog.constants import EventType as E
-from binlake.gtid import MySQLGtidSet
+from binlake.gtid.sets import MySQLGtidSet
 from binlake.protocol import NEED_DATA
 from binlake.protocol.auth import NATIVE_PASSWORD, Account
 from binlake.protocol.client import ClientConnection, ColumnsReceived, Packet, ResultSetDone, Rows

@@ -8,7 +8,7 @@ import pytest
 
 from binlake.binlog.constants import ChecksumAlg
 from binlake.errors import ConfigError
-from binlake.gtid import MariaGtidState, MySQLGtidSet
+from binlake.gtid.sets import MariaGtidState, MySQLGtidSet
 from binlake.serve.store import BinlogStore, EventReader, natural_key
 
 UUID = "396e294c-1ca4-11f1-9ae7-00155da79c6b"

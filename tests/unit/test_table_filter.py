@@ -7,7 +7,7 @@ from binlake.errors import ConfigError
 
 
 def test_table_filter_patterns_and_repeated_questions() -> None:
-    from binlake.changes import table_filter
+    from binlake.cdc.changes import table_filter
 
     assert table_filter(None) is None
     f = table_filter("shop.orders, crm.*")
@@ -25,7 +25,7 @@ def test_table_filter_patterns_and_repeated_questions() -> None:
     ("shop.[z-a]", "impossible table part"),
 ])
 def test_a_pattern_that_can_match_nothing_is_refused(spec: str, words: str) -> None:
-    from binlake.changes import table_filter
+    from binlake.cdc.changes import table_filter
 
     with pytest.raises(ConfigError) as info:
         table_filter(spec, "--tables")

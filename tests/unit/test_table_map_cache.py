@@ -47,7 +47,7 @@ def test_any_other_difference_is_a_parse_of_its_own() -> None:
 
 
 def test_a_full_cache_keeps_its_newer_half() -> None:
-    from binlake.recent import make_room
+    from binlake._util.recent import make_room
 
     cache = {i: str(i) for i in range(10)}
     make_room(cache, limit=11)  # room left: nothing goes
@@ -90,7 +90,7 @@ def test_the_maps_of_a_server_that_renumbers_stay_bounded(corpus_dir) -> None:
     the other's maps (by the C scanner: its bytes are cached), is never the one dropped."""
     from binlake.binlog.constants import EventType as E
     from binlake.binlog.table_map import TableMapEvent
-    from binlake.recent import TABLE_CACHE
+    from binlake._util.recent import TABLE_CACHE
 
     data = (corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-row-full-metafull-crc32.000001"
             ).read_bytes()

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from binlake.binlog.events import GtidEvent, QueryEvent, XaPrepareEvent
-from binlake.changes import ChangeTracker, iter_changes
-from binlake.cli import main as cli
+from binlake.cdc.changes import ChangeTracker, iter_changes
+from binlake.cli.program import main as cli
 from binlake.errors import ConfigError
-from binlake.files import locate_prepared, read_events, read_range
+from binlake.binlog.files import locate_prepared, read_events, read_range
 from binlake.replica.position import Position
-from binlake.xa import PreparedRange, XaError, decision, parse_xid, recovered_xids, xa_start
+from binlake.cdc.xa import PreparedRange, XaError, decision, parse_xid, recovered_xids, xa_start
 
 XA_FILE = "generated-mariadb-10.11/mariadb-10.11.19-gtid-domains-xa.000001"
 # In that file (workload.sql, scenario gtid-domains-xa): XA 'xa1' inserts id 103, prepared in
@@ -83,8 +83,8 @@ def test_a_reader_that_starts_after_the_prepare_reads_its_range(corpus_dir: Path
     assert [type(e).__name__ for e in read_range(path, *PREPARE)][0] == "MariaGtidEvent"
     assert locate_prepared([path], XA1) is None  # decided within the file: not pending at its end
     # A tracker seeded with the pending range (a resumed position) re-reads it at the COMMIT.
-    from binlake.changes import prepared_records
-    from binlake.xa import XaLedger
+    from binlake.cdc.changes import prepared_records
+    from binlake.cdc.xa import XaLedger
 
     calls = []
 
@@ -168,7 +168,7 @@ def test_mysql_shaped_xa_groups(corpus_dir: Path) -> None:
     assert len(out) == 1 and (out[0].pos, out[0].end_pos, out[0].row) == (3000, 3050, 0)
     # A reader that starts inside a one-phase group (decode --start-position): the group's
     # start was only observed, so its rows are re-read from its range, never lost.
-    from binlake.changes import prepared_records
+    from binlake.cdc.changes import prepared_records
 
     group = _mysql_group(ev, 6000, "'ab'", True)
     reads = []

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import click
 
 from .. import __version__
-from ..devserver import DevServer, ExternalServer, find_binary
+from ..devtools.devserver import DevServer, ExternalServer, find_binary
 from . import report
 from .runners import (
     ALL_RUNNERS, DEFAULT_TOOLS, PER_TABLE_TOOLS, BenchContext, BenchError, Measurement,

@@ -34,7 +34,7 @@ def measure_e2e_lag(rate: float = 200.0, seconds: float = 60.0, trigger: float =
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
-    from ..devserver import DevServer
+    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..devserver import find_binary
+from ..devtools.devserver import find_binary
 from .workload import SCHEMA, TABLES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -217,7 +217,7 @@ def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[
 def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         echo: Callable[[str], None] = print, keep: bool = False,
         master: str = "local[2]", event_log: Path | None = None) -> dict[str, Any]:
-    from ..devserver import DevServer
+    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
 
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import logging
 
-    from ..logs import setup
+    from ..cli.logs import setup
 
     setup()
     if args.verbose:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import zstandard
 
+from .._util.lenenc import read_lenenc
 from ..errors import DecodeError, TruncatedError
 from .constants import HEADER_LEN, EventType
 
@@ -89,17 +90,17 @@ ROWS_HEADER_LEN_V2 = 10  # ... + extra-data length 2
 
 def _packed_int(buf: Buffer, pos: int, what: str) -> tuple[int, int]:
     """MySQL length-encoded integer (net_field_length); NULL (251) and 255 are invalid here."""
-    if pos >= len(buf):
-        raise TruncatedError(f"{what}: packed integer at offset {pos} is past the end")
-    first = buf[pos]
-    if first < 251:
-        return first, pos + 1
-    width = {252: 2, 253: 3, 254: 8}.get(first)
-    if width is None:
-        raise DecodeError(f"{what}: invalid packed integer prefix 0x{first:02x} at offset {pos}")
-    if pos + 1 + width > len(buf):
-        raise TruncatedError(f"{what}: packed integer at offset {pos} needs {width + 1} bytes")
-    return int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
+    def fail(kind: str, at: int, detail: int, left: int) -> Exception:
+        if kind == "end":
+            return TruncatedError(f"{what}: packed integer at offset {at} is past the end")
+        if kind == "prefix":
+            return DecodeError(f"{what}: invalid packed integer prefix 0x{detail:02x} at offset {at}")
+        return TruncatedError(f"{what}: packed integer at offset {at} needs {detail + 1} bytes")
+
+    value, end = read_lenenc(buf, pos, fail)
+    if value is None:
+        raise DecodeError(f"{what}: invalid packed integer prefix 0xfb at offset {pos}")
+    return value, end
 
 
 # --------------------------------------------------------------------------- MariaDB zlib

@@ -11,8 +11,8 @@ import struct
 import zlib
 from typing import Any, Callable, Iterator, Protocol
 
-from ..recent import make_room
-from ..versions import version_tuple
+from .._util.recent import make_room
+from .._util.versions import version_tuple
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
 from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
@@ -20,7 +20,7 @@ from .constants import (
 from .codecs import control, query, rows
 from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.rowcodec import _speedups
+from .columns.native import speedups as _speedups
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 

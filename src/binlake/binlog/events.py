@@ -385,7 +385,7 @@ class RowsEvent(Event):
     """WRITE/UPDATE/DELETE rows (v0/v1/v2, MariaDB compressed, MySQL PARTIAL_UPDATE).
 
     `rows` holds tuples over *all* columns of the table, in table order; columns outside the
-    row image hold binlake.values.ABSENT. For updates each item is (before, after). A decoder
+    row image hold binlake.binlog.values.ABSENT. For updates each item is (before, after). A decoder
     made with `json_images` gives each image as CDC JSON bytes instead, usually packed in an
     ImageRows (a read-only sequence of the same items; the Arrow path copies it whole).
     """

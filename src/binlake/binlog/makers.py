@@ -9,15 +9,9 @@ called, with the same result.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Callable
 
-try:
-    from .columns import _speedups
-except ImportError:  # pragma: no cover - no compiler at install time
-    _speedups = None
-if os.environ.get("BINLAKE_PURE_PYTHON"):
-    _speedups = None
+from .columns.native import speedups as _speedups
 
 
 def slot_maker(cls: type) -> Callable[..., Any]:

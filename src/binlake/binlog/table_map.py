@@ -107,8 +107,9 @@ class TableMapEvent(Event):
     """Column indexes of the primary key, when the TABLE_MAP metadata names them."""
     primary_key_prefixes: tuple[int, ...] | None = None
     has_optional_metadata: bool = False
-    row_decoders: dict[Any, Callable] = field(default_factory=dict, repr=False, compare=False)
-    """Compiled row decoders keyed by the column-presence bitmap (filled lazily)."""
+    row_decoders: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Compiled row decoders keyed by the column-presence bitmap, and the other per-table caches
+    of their users (column names, JSON formatters, record constants); filled lazily."""
 
     @property
     def column_names(self) -> list[str]:

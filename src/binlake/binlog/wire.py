@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 
+from .._util.lenenc import read_lenenc
 from ..errors import DecodeError
 
 Buffer = bytes | bytearray | memoryview
@@ -26,22 +27,20 @@ def need(buf: Buffer, pos: int, n: int, what: str) -> None:
 
 def packed_int(buf: Buffer, pos: int) -> tuple[int, int]:
     """MySQL length-encoded integer (net_field_length); 251 (NULL) is an error here."""
-    if pos >= len(buf):
-        raise DecodeError(f"packed integer at body offset {pos} is past the end",
-                          hint="the event is malformed or corrupt")
-    first = buf[pos]
-    if first < 251:
-        return first, pos + 1
-    if first == 252:
-        need(buf, pos + 1, 2, "packed integer")
-        return buf[pos + 1] | (buf[pos + 2] << 8), pos + 3
-    if first == 253:
-        need(buf, pos + 1, 3, "packed integer")
-        return int.from_bytes(buf[pos + 1:pos + 4], "little"), pos + 4
-    if first == 254:
-        need(buf, pos + 1, 8, "packed integer")
-        return U64.unpack_from(buf, pos + 1)[0], pos + 9
-    raise DecodeError(f"invalid packed integer prefix 0x{first:02x} at body offset {pos}")
+    value, end = read_lenenc(buf, pos, _packed_error)
+    if value is None:
+        raise DecodeError(f"invalid packed integer prefix 0xfb at body offset {pos}")
+    return value, end
+
+
+def _packed_error(kind: str, pos: int, detail: int, left: int) -> DecodeError:
+    if kind == "end":
+        return DecodeError(f"packed integer at body offset {pos} is past the end",
+                           hint="the event is malformed or corrupt")
+    if kind == "prefix":
+        return DecodeError(f"invalid packed integer prefix 0x{detail:02x} at body offset {pos}")
+    return DecodeError(f"packed integer: needs {detail} bytes at body offset {pos + 1}, "
+                       f"{left - 1} left", hint="the event is malformed or corrupt")
 
 
 def u8(buf: Buffer, pos: int, what: str = "byte") -> tuple[int, int]:

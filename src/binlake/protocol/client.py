@@ -35,7 +35,9 @@ class TLSUnavailable(BinlakeError):
 # -- events ------------------------------------------------------------------------------------
 
 
-class _NeedData:
+class NeedData:
+    """The type of NEED_DATA (for the event unions of both sides)."""
+
     __slots__ = ()
 
     def __repr__(self) -> str:
@@ -43,7 +45,7 @@ class _NeedData:
 
 
 #: next_event() result when more bytes must be received first.
-NEED_DATA = _NeedData()
+NEED_DATA = NeedData()
 
 
 @dataclass
@@ -95,7 +97,7 @@ class Packet:
 
 
 Event = (Greeting | StartTLS | Authenticated | OkPacket | ErrPacket | ColumnsReceived | Rows
-         | ResultSetDone | Packet | _NeedData)
+         | ResultSetDone | Packet | NeedData)
 
 
 class ClientState(enum.Enum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from .._util.lenenc import read_lenenc
 from ..errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
@@ -87,26 +88,15 @@ def nul_str(value: str) -> bytes:
 
 def read_lenenc_int(buf: Buffer, pos: int) -> tuple[int | None, int]:
     """Read a length-encoded int at pos; returns (None, pos+1) for the NULL marker 0xFB."""
-    try:
-        first = buf[pos]
-    except IndexError:
-        raise ProtocolError(f"length-encoded integer at offset {pos} is past the end") from None
-    if first < 0xFB:
-        return first, pos + 1
-    if first == LENENC_NULL:
-        return None, pos + 1
-    if first == LENENC_2:
-        size = 2
-    elif first == LENENC_3:
-        size = 3
-    elif first == LENENC_8:
-        size = 8
-    else:
-        raise ProtocolError(f"invalid length-encoded integer prefix 0xff at offset {pos}")
-    end = pos + 1 + size
-    if end > len(buf):
-        raise ProtocolError(f"length-encoded integer at offset {pos} is cut short")
-    return int.from_bytes(buf[pos + 1:end], "little"), end
+    return read_lenenc(buf, pos, _lenenc_error)
+
+
+def _lenenc_error(kind: str, pos: int, detail: int, left: int) -> ProtocolError:
+    if kind == "end":
+        return ProtocolError(f"length-encoded integer at offset {pos} is past the end")
+    if kind == "prefix":
+        return ProtocolError(f"invalid length-encoded integer prefix 0xff at offset {pos}")
+    return ProtocolError(f"length-encoded integer at offset {pos} is cut short")
 
 
 class Reader:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import ConfigError
 from .position import Position
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..decode_command import write_jsonl, write_records
+from ..cli.decode_command import write_jsonl, write_records
 from ..errors import BinlakeError, ConfigError
 from .position import Position
 
@@ -62,13 +62,13 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
     """
     import signal
 
-    from ..cdcjson import images_for
-    from ..changes import incident_line, table_filter
+    from ..cdc.jsontext import images_for
+    from ..cdc.changes import incident_line, table_filter
     from .checkpoint import CheckpointStore
     from .sink import OutputSink
     from .stream import BinlogStream, StreamOptions
     from .url import ServerURL
-    from ..cli import settle_imports
+    from ..cli.program import settle_imports
 
     settle_imports()
     t0 = time.perf_counter()
@@ -176,7 +176,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
 
 def _parse_gtid(text: str) -> Position:
     """--gtid: a MySQL executed set (has ':') or a MariaDB position (domain-server-seq,...)."""
-    from ..gtid import MariaGtidState, MySQLGtidSet
+    from ..gtid.sets import MariaGtidState, MySQLGtidSet
 
     if ":" in text:
         return Position(gtid_set=str(MySQLGtidSet(text)))
@@ -184,7 +184,7 @@ def _parse_gtid(text: str) -> Position:
 
 
 def _fail(exc: BinlakeError) -> click.ClickException:
-    from ..cli import _fail as fail
+    from ..cli.program import click_error as fail
 
     return fail(exc)
 

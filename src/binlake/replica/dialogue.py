@@ -6,15 +6,15 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import ProtocolError, ServerError
-from ..versions import version_tuple  # noqa: F401 - re-exported for the stream
+from ..protocol.replication import (BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, BinlogDump,
+                                    BinlogDumpGtid, RegisterReplica)
+from .._util.versions import version_tuple  # noqa: F401 - re-exported for the stream
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
 COM_BINLOG_DUMP_GTID = 0x1E
 
-BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_THROUGH_POSITION = 0x02
-BINLOG_THROUGH_GTID = 0x04
 
 SEMI_SYNC_MAGIC = 0xEF
 SEMI_SYNC_NEED_ACK = 0x01
@@ -57,12 +57,7 @@ def setup_statements(flavor: str, version: str, *, checksum: str, heartbeat_peri
 def register_slave_payload(server_id: int, host: str = "", user: str = "", password: str = "",
                            port: int = 0) -> bytes:
     """COM_REGISTER_SLAVE: makes the replica visible in SHOW SLAVE HOSTS / SHOW REPLICAS."""
-    def s(v: str) -> bytes:
-        b = v.encode()[:255]
-        return bytes([len(b)]) + b
-
-    return (struct.pack("<I", server_id) + s(host) + s(user) + s(password)
-            + struct.pack("<HII", port, 0, 0))
+    return RegisterReplica(server_id, host, user, password, port).payload()
 
 
 def binlog_dump_payload(file: str, pos: int, server_id: int, non_block: bool) -> bytes:
@@ -70,16 +65,14 @@ def binlog_dump_payload(file: str, pos: int, server_id: int, non_block: bool) ->
     if pos > 0xFFFFFFFF:
         raise ProtocolError(f"position {pos} does not fit COM_BINLOG_DUMP; use GTID positioning")
     flags = BINLOG_DUMP_NON_BLOCK if non_block else 0
-    return struct.pack("<IHI", pos, flags, server_id) + file.encode()
+    return BinlogDump(pos, server_id, file, flags).payload()
 
 
 def binlog_dump_gtid_payload(gtid_data: bytes, server_id: int, non_block: bool,
                              file: str = "", pos: int = 4) -> bytes:
     """COM_BINLOG_DUMP_GTID (MySQL): flags, server id, file name, 8-byte position, GTID set."""
     flags = BINLOG_THROUGH_GTID | (BINLOG_DUMP_NON_BLOCK if non_block else 0)
-    name = file.encode()
-    return (struct.pack("<HII", flags, server_id, len(name)) + name
-            + struct.pack("<QI", pos, len(gtid_data)) + gtid_data)
+    return BinlogDumpGtid(server_id, file, pos, gtid_data, flags).payload()
 
 
 def semi_sync_ack_payload(file: str, pos: int) -> bytes:

@@ -23,7 +23,7 @@ from ..binlog.events import (
 from ..binlog.makers import slot_maker
 from ..binlog.table_map import TableMapEvent
 from ..errors import BinlakeError, ConfigError
-from ..xa import PreparedRange
+from ..cdc.xa import PreparedRange
 
 MAX_DUMP_POS = 0xFFFFFFFF
 """COM_BINLOG_DUMP carries a 4-byte offset."""
@@ -47,7 +47,7 @@ class Position:
     """GTID of that partially delivered transaction (checked on resume)."""
     xa_prepared: tuple[PreparedRange, ...] = ()
     """XA transactions prepared before the boundary and not yet decided there: their records
-    go out at the XA COMMIT after it, re-read from these ranges (see binlake.xa)."""
+    go out at the XA COMMIT after it, re-read from these ranges (see binlake.cdc.xa)."""
 
     @property
     def mode(self) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import BinlakeError, ConfigError, ServerError
-from ..table_patterns import compile_patterns, parse_patterns
+from ..cdc.table_patterns import compile_patterns, parse_patterns
 from . import dialogue as dlg
 from .connection import MySQLConnection
 

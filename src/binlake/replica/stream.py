@@ -22,14 +22,14 @@ from ..binlog.events import (
     XaPrepareEvent, XidEvent,
 )
 from ..binlog.table_map import TableMapEvent
-from ..changes import ChangeRecord, ChangeTracker, no_table
+from ..cdc.changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
-from ..gtid import MariaGtidState, MySQLGtidSet, parse_gtid
+from ..gtid.sets import MariaGtidState, MySQLGtidSet, parse_gtid
 from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection, ReadTimeout
 from .position import BoundaryError, Position, TransactionBoundaries, make_position
 from .url import ServerURL
-from ..xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
+from ..cdc.xa import PreparedRange, XaError, XaLedger, decision, recovered_xids
 
 log = logging.getLogger("binlake.replica")
 
@@ -152,7 +152,7 @@ class StreamOptions:
     """Only walk the binlog for its XA PREPAREs (a commit of changes not read is no error)."""
     on_incident: Callable[[Any], None] | None = None
     """Called for an INCIDENT event, which is then read past (None: the stream stops there
-    with binlake.changes.IncidentError, before it)."""
+    with binlake.cdc.changes.IncidentError, before it)."""
     reread_server_id: int | None = None
     """Server id of the short second dump that re-reads an XA PREPARE this stream did not
     see (None: server_id with its top bit flipped; a replica id must be unique)."""
@@ -187,7 +187,7 @@ class BinlogStream:
         self._resume_gtid: str | None = None
         start_xa = self._start.xa_prepared if self._start is not None else ()
         self._xa = XaLedger(start_xa)
-        """Prepared XA transactions not yet decided (binlake.xa), across connections."""
+        """Prepared XA transactions not yet decided (binlake.cdc.xa), across connections."""
         self._xa_boundary: tuple[PreparedRange, ...] = start_xa
         """Those pending at the boundary (what the position carries)."""
         self._ack_pending = False

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import SchemaError
 from .model import Catalog, Collations, DatabaseDef, TableDef
 

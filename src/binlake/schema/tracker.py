@@ -20,7 +20,7 @@ from ..binlog.constants import ColumnType as T
 from ..binlog.events import Event, GtidEvent, MariaGtidEvent, QueryEvent
 from ..binlog.table_map import NUMERIC_TYPES as BINLOG_NUMERIC, ColumnInfo, TableMapEvent
 from ..errors import SchemaDriftError, SchemaError
-from ..recent import make_room
+from .._util.recent import make_room
 from . import ddl
 from .bootstrap import TableFilter, bootstrap, default_filter, refetch
 from .ddl import ApplyContext, DdlParseError, TableChange

@@ -26,26 +26,28 @@ import time
 import uuid as uuidlib
 import zlib
 
-from ..versions import version_tuple
+from .._util.versions import version_tuple
 from dataclasses import dataclass
 
 from ..binlog.constants import CHECKSUM_LEN, HEADER_LEN, ChecksumAlg, EventType as E
 from ..binlog.decoder import BinlogDecoder
 from ..errors import BinlakeError, DecodeError, ProtocolError
-from ..gtid import MariaGtid, MariaGtidState, MySQLGtidSet
+from ..gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 from ..protocol.capabilities import Command
 from ..protocol.results import ColumnDefinition
-from ..protocol.server import (
+from ..protocol.replication import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_THROUGH_GTID,
     BinlogDump,
     BinlogDumpGtid,
+    RegisterReplica,
+)
+from ..protocol.server import (
     InitDB,
     OtherCommand,
     Ping,
     Query,
     Quit,
-    RegisterReplica,
     ServerConnection,
 )
 from .sql import (

@@ -19,7 +19,7 @@ from typing import Iterable, Iterator, Sequence
 from ..binlog.constants import BINLOG_MAGIC, HEADER_LEN, ChecksumAlg, EventType as E
 from ..binlog.decoder import BinlogDecoder
 from ..errors import BinlakeError, ConfigError, DecodeError
-from ..gtid import MariaGtid, MariaGtidState, MySQLGtidSet
+from ..gtid.sets import MariaGtid, MariaGtidState, MySQLGtidSet
 
 #: events whose body the index needs (everything else is skipped by its length)
 _INDEXED = frozenset({E.FORMAT_DESCRIPTION, E.PREVIOUS_GTIDS, E.GTID, E.GTID_TAGGED, E.MARIADB_GTID,

@@ -29,9 +29,9 @@ import pyarrow as pa
 from ..binlog.columns.rowcodec import _speedups
 from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
-from ..cdcjson import dumps, json_string, value_expr
-from ..changes import ChangeRecord, ChangeTracker, left_out_rows_needed
-from ..values import ABSENT
+from ..cdc.jsontext import dumps, json_string, value_expr
+from ..cdc.changes import ChangeRecord, ChangeTracker, left_out_rows_needed
+from ..binlog.values import ABSENT
 
 SEQ_TYPE = pa.struct([
     pa.field("file_index", pa.int32()),
@@ -479,7 +479,7 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     scanner adds the rows events of its runs to the batch itself and hands out how many
     (`BinlogDecoder.segments_target`), so there is no Python work per event either.
     """
-    tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.xa)
+    tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.cdc.xa)
     builder = CdcBatchBuilder()
     add_rows, add_rows_python = builder.add_rows, builder._add_rows_python
     segs, before, after = builder._segs, builder._before, builder._after

@@ -54,7 +54,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
       binlake sync mysql://repl:pw@db1:3306 --tables 'shop.*' --warehouse /data/lake
       binlake sync mysql://repl@db1 --tables 'shop.orders' --once --scd 2
     """
-    from ..logs import setup
+    from ..cli.logs import setup
 
     setup(logging.INFO, json_lines=log_json)
     try:
@@ -113,8 +113,8 @@ def _progress(info: dict[str, Any]) -> None:
 
 def _demo(warehouse: Path, master: str, scd_type: int) -> None:
     """The quickstart: local MariaDB + sample data -> Delta, then changes -> Delta again."""
-    from .. import demo
-    from ..devserver import DevServer
+    from ..devtools import demo
+    from ..devtools.devserver import DevServer
     from .session import build_session
     from .sync import SyncOptions, run_sync
 
@@ -159,7 +159,7 @@ def _differences(spark: Any, warehouse: Path, conn: Any, table: str) -> tuple[in
     """(rows in MariaDB, rows in Delta, rows that differ either way) for one demo table."""
     from collections import Counter
 
-    from .. import demo
+    from ..devtools import demo
     from .apply import END_AT, START_AT
 
     with conn.cursor() as cur:
@@ -179,7 +179,7 @@ def _differences(spark: Any, warehouse: Path, conn: Any, table: str) -> tuple[in
 
 
 def _show(spark: Any, warehouse: Path, conn: Any, when: str, seconds: float) -> bool:
-    from .. import demo
+    from ..devtools import demo
 
     click.echo(f"\n{when} ({seconds:.1f} s): rows in MariaDB vs Delta, compared row by row")
     same = True

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..files import SPLIT_BYTES, split_points
+from ..binlog.files import SPLIT_BYTES, split_points
 from .arrow import CDC_DDL, file_index
 
 NAME = "binlake"
@@ -114,9 +114,9 @@ class BinlogFilesReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from ..binlog.decoder import BinlogDecoder
-        from ..changes import prepared_records, table_filter
+        from ..cdc.changes import prepared_records, table_filter
         from ..errors import ConfigError
-        from ..files import locate_prepared, read_part, read_range
+        from ..binlog.files import locate_prepared, read_part, read_range
         from .arrow import events_to_batches
 
         assert isinstance(partition, BinlogFile)

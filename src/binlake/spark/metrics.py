@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 
 _HELP = {
     "binlake_sync_batches_total": ("counter", "Micro-batches applied to Delta."),

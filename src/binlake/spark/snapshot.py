@@ -89,14 +89,14 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..changes import ChangeRecord, float32_text, json_value
+from ..cdc.changes import ChangeRecord, float32_text, json_value
 from ..errors import BinlakeError
-from ..recent import make_room
+from .._util.recent import make_room
 from ..replica.position import Position
 from ..replica.url import ServerURL
-from ..values import ABSENT, Geometry
+from ..binlog.values import ABSENT, Geometry
 # The binlog path's own JSON encoders, so both paths write the same bytes for the same value.
-from ..cdcjson import dumps, json_string, json_text
+from ..cdc.jsontext import dumps, json_string, json_text
 from .arrow import CDC_DDL, CDC_SCHEMA, SEQ_TYPE, file_index, image_encoder
 from .typing import (
     BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, ColumnSpec, TableSpec,

@@ -93,12 +93,12 @@ from ..binlog.constants import EventType as E
 from ..binlog.events import (
     GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
 )
-from ..changes import no_table
+from ..cdc.changes import no_table
 from ..errors import BinlakeError, ConfigError, ServerError
 from ..replica.position import BoundaryError, Position, TransactionBoundaries
 from ..replica.stream import PositionUnavailable
 from ..replica.url import ServerURL
-from ..xa import PreparedRange, XaLedger
+from ..cdc.xa import PreparedRange, XaLedger
 from .arrow import file_index
 from .files_source import BinlogFilesDataSource
 
@@ -207,7 +207,7 @@ class StreamSourceOptions:
             raise ConfigError("binlake option serverIdBase + maxPartitions must fit 32 bits")
         tables = options.get("tables") or None
         if tables is not None:
-            from ..changes import table_filter
+            from ..cdc.changes import table_filter
 
             table_filter(tables)  # a bad pattern fails at planning, not on an executor
         return cls(
@@ -225,7 +225,7 @@ class StreamSourceOptions:
         )
 
     def table_filter(self) -> Callable[[str, str], bool] | None:
-        from ..changes import table_filter
+        from ..cdc.changes import table_filter
 
         return table_filter(self.tables)
 
@@ -341,7 +341,7 @@ class _Dump:
                  gtid_set: str | None = None,
                  table_filter: Callable[[str, str], bool] | None = None) -> None:
         from ..binlog.decoder import BinlogDecoder
-        from ..gtid import MySQLGtidSet
+        from ..gtid.sets import MySQLGtidSet
         from ..replica import dialogue as dlg
 
         self.url = url
@@ -434,8 +434,8 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
     past the cut is recorded too, harmlessly, and recognised when walked again) and ddl
     records count as rows, as the executors will deliver them.
     """
-    from ..changes import ChangeTracker
-    from ..gtid import MariaGtidState, MySQLGtidSet
+    from ..cdc.changes import ChangeTracker
+    from ..gtid.sets import MariaGtidState, MySQLGtidSet
     from ..replica import dialogue as dlg
 
     if count_rows:
@@ -547,7 +547,7 @@ HISTORY_SAVE_SECONDS = 5.0
 
 def tracked_tables(tables: str | None) -> Callable[[str, str], bool]:
     """The tables a schema history tracks: those of the filter, outside the server's own."""
-    from ..changes import table_filter
+    from ..cdc.changes import table_filter
     from ..schema.bootstrap import default_filter
 
     keep = table_filter(tables)
@@ -560,7 +560,7 @@ def save_schema_history(path: str | os.PathLike[str], history: "SchemaHistory",
                         covered: "BinlogPos | None", tables: str | None) -> None:
     """`SchemaHistory.to_dict` plus how far the binlog was walked and the table filter, written
     atomically (a crash leaves the old file or the new one)."""
-    from ..atomic import atomic_write_text
+    from .._util.atomic import atomic_write_text
 
     d = history.to_dict()
     d["covered"] = covered.to_json() if covered is not None else None
@@ -779,7 +779,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _gtid_start(self, conn: Any, text: str) -> Position:
         """A GTID position -> the file:pos where the first transaction after it starts: a GTID
         dump from there; its first GTID event is that place (the primary's end if none)."""
-        from ..gtid import MariaGtidState, MySQLGtidSet
+        from ..gtid.sets import MariaGtidState, MySQLGtidSet
 
         url = self.opts.url
         end = _current_end(url, conn)  # before the dump: anything later shows up in it

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from .apply import ApplyConfig, TableOptions, apply_batch
 from .arrow import file_index

@@ -24,9 +24,11 @@ Gtid_event's fields, by id: 0 gtid_flags (u8), 1 uuid (16 x varint byte), 2 gno 
 from __future__ import annotations
 
 from ..events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
-from ..wire import Buffer, need, packed_int, raw, u8, u32, u64, uint_n
+from ..wire import Buffer, packed_int, raw, u8, u32, u64, uint_n
 from ...errors import DecodeError
-from ...xa import xid_text
+from ...cdc.xa import xid_text
+from ...gtid.encoding import read_varlen_signed, read_varlen_unsigned
+from ...gtid.sets import decode_gtid_set_encoding
 
 __all__ = [
     "decode_gtid",
@@ -34,10 +36,6 @@ __all__ = [
     "decode_maria_gtid",
     "decode_maria_gtid_list",
     "decode_previous_gtids",
-    "read_varlen_signed",
-    "read_varlen_unsigned",
-    "write_varlen_signed",
-    "write_varlen_unsigned",
 ]
 
 _GNO_MAX = (1 << 63) - 2
@@ -51,57 +49,6 @@ _MALFORMED = "the event is malformed or corrupt"
 
 def _malformed(message: str) -> DecodeError:
     return DecodeError(message, hint=_MALFORMED)
-
-
-# ---------------------------------------------------------------------------- varints
-
-def read_varlen_unsigned(buf: Buffer, pos: int, what: str = "varint",
-                         max_value: int = (1 << 64) - 1) -> tuple[int, int]:
-    """A mysql::serialization unsigned varint at pos -> (value, new_pos)."""
-    if pos >= len(buf):
-        raise _malformed(f"{what}: varint at body offset {pos} is past the end")
-    first = buf[pos]
-    n = 1
-    while n < 9 and first & (1 << (n - 1)):
-        n += 1
-    need(buf, pos, n, what)
-    if n == 1:
-        value = first >> 1
-    else:
-        rest = int.from_bytes(buf[pos + 1:pos + n], "little")
-        shift = 0 if n >= 8 else 8 - n
-        value = ((first >> n) if n < 8 else 0) | (rest << shift)
-    if value > max_value:
-        raise DecodeError(f"{what}: value {value} at body offset {pos} exceeds {max_value}")
-    return value, pos + n
-
-
-def read_varlen_signed(buf: Buffer, pos: int, what: str = "varint",
-                       bits: int = 64) -> tuple[int, int]:
-    """A zigzag-encoded signed varint -> (value, new_pos)."""
-    u, pos = read_varlen_unsigned(buf, pos, what, (1 << bits) - 1)
-    return (u >> 1) ^ -(u & 1), pos
-
-
-def write_varlen_unsigned(value: int) -> bytes:
-    """Encode like the server does (shortest form); used for tags in encoded GTID sets."""
-    if not 0 <= value < (1 << 64):
-        raise ValueError(f"varint out of range: {value}")
-    bits = value.bit_length()
-    n = ((bits * 575) >> 12) + 1  # 1 + ceil((bits-1)/7), 9 for 64 bits (server's formula)
-    if n == 1:
-        return bytes([(value << 1) & 0xFF])
-    if n == 9:
-        return b"\xff" + value.to_bytes(8, "little")
-    first = ((1 << (n - 1)) - 1) | ((value << n) & 0xFF)
-    rest = value >> (8 - n)
-    return bytes([first]) + rest.to_bytes(n - 1, "little")
-
-
-def write_varlen_signed(value: int) -> bytes:
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"signed varint out of range: {value}")
-    return write_varlen_unsigned(((value << 1) ^ (value >> 63)) & ((1 << 64) - 1))
 
 
 # ---------------------------------------------------------------------------- MySQL
@@ -263,8 +210,6 @@ def decode_gtid_tagged(body: memoryview, base: dict) -> GtidEvent:
 
 def decode_previous_gtids(body: memoryview, base: dict) -> PreviousGtidsEvent:
     """PREVIOUS_GTIDS (35): an encoded GTID set, untagged or (8.3+) tagged layout."""
-    from ...gtid import decode_gtid_set_encoding  # the set module imports this one
-
     if len(body) < 8:
         raise _malformed(f"PREVIOUS_GTIDS body of {len(body)} bytes is shorter than 8")
     gtid_set = decode_gtid_set_encoding(body, what="PREVIOUS_GTIDS")

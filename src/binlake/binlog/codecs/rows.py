@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ...errors import DecodeError
-from ...values import ABSENT, JSON_NULL, JsonPatch
+from ..values import ABSENT, JSON_NULL, JsonPatch
 from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
 from ..constants import ColumnType, EventType as E
 from ..events import RowsEvent

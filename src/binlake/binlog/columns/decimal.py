@@ -36,7 +36,7 @@ def decimal_bin_size(precision: int, scale: int) -> int:
 
 
 @lru_cache(maxsize=None)
-def _decoder(precision: int, scale: int):
+def decoder_for(precision: int, scale: int):
     """Generate a straight-line decoder for one DECIMAL(p,s) layout: one big-endian integer,
     digit groups cut out with shifts, no per-group loop or byte copies."""
     size, groups = decimal_layout(precision, scale)
@@ -75,7 +75,7 @@ def _decoder(precision: int, scale: int):
 def decode_decimal(buf: bytes | bytearray | memoryview, pos: int, precision: int, scale: int
                    ) -> tuple[Decimal, int]:
     """Exact Decimal with the column's scale, and the position after the value."""
-    return _decoder(precision, scale)(buf, pos)
+    return decoder_for(precision, scale)(buf, pos)
 
 
 def decode_decimal_bin(buf: bytes | bytearray | memoryview, precision: int, scale: int) -> Decimal:

@@ -34,7 +34,7 @@ from decimal import Decimal
 from binlake.binlog.constants import ColumnType
 from binlake.errors import DecodeError
 from binlake.binlog.columns.decimal import decimal_bin_size, decode_decimal_bin
-from binlake.values import JSON_NULL, InvalidTemporal, MySQLTime
+from binlake.binlog.values import JSON_NULL, InvalidTemporal, MySQLTime
 
 __all__ = [
     "JsonOpaque",

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import codecs
 import datetime as _dt
-import os
 import struct
-from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from ...errors import DecodeError
-from ...values import ABSENT, Geometry, MySQLTime
+from ..values import ABSENT, Geometry
 from ..constants import ColumnType as T
 from ..table_map import ColumnInfo
 from . import fixedbin, temporal
 from .charsets import codec_for
-from .decimal import _decoder as decimal_decoder
+from .decimal import decoder_for as decimal_decoder
 from .decimal import decode_decimal
+from .native import c_module as _c_module
+from .native import prepare_float_text
+from .native import speedups as _speedups
 
 RowDecoder = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
 
@@ -314,12 +315,11 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
     JSON lines of `decode` have it (cdcjson.jsonl_value_text), not as the Arrow images."""
     if _speedups is None:
         return None
-    if not _POW10_SET:
-        _set_pow10()
+    prepare_float_text()
     key = ("json", lines, _signature(columns), tuple(names), tuple(present))
     fn = _CACHE.get(key)
     if fn is None:
-        from ...cdcjson import json_string, jsonl_value_text, value_text_function
+        from ...cdc.jsontext import json_string, jsonl_value_text, value_text_function
 
         text_of = jsonl_value_text if lines else value_text_function
         ops = []
@@ -332,37 +332,6 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
             _CACHE.clear()
         fn = _CACHE[key] = _speedups.RowDecoder(ops)
     return fn
-
-
-_POW10_SET: list[bool] = []
-
-
-def speedups_function(name: str) -> Callable[..., Any] | None:
-    """A function of the C extension by name, or None without it (BINLAKE_PURE_PYTHON=1)."""
-    return getattr(_speedups, name, None) if _speedups is not None else None
-
-
-def prepare_float_text() -> None:
-    """Hand the C writers their float tables once (see _set_pow10); a no-op without the
-    extension."""
-    if _speedups is not None and not _POW10_SET:
-        _set_pow10()
-
-
-def _set_pow10() -> None:
-    """Hand the C writer its 126-bit powers of ten (put_repr in _speedups.c): for k in
-    [-292, 324], g = floor(10^k * 2^(125 - floor(log2 10^k))) + 1, as (g >> 63, g & (2^63 - 1)),
-    computed exactly with Python integers. Without them the C writer formats floats with dtoa."""
-    set_pow10 = getattr(_speedups, "set_pow10", None)
-    if set_pow10 is not None:
-        out = bytearray()
-        for k in range(-292, 325):
-            r = 125 - ((k * 913124641741) >> 38)  # 125 - floor(log2 10^k)
-            num, den = 10 ** max(k, 0) << max(r, 0), 10 ** max(-k, 0) << max(-r, 0)
-            g = num // den + 1
-            out += (g >> 63).to_bytes(8, "little") + (g & ((1 << 63) - 1)).to_bytes(8, "little")
-        set_pow10(bytes(out))
-    _POW10_SET.append(True)
 
 
 # -- the C decoder's column ops (see _speedups.c) --------------------------------------------
@@ -484,18 +453,6 @@ def _c_ops(columns: Sequence[ColumnInfo], present: Sequence[bool],
     return ops
 
 
-def _load_speedups() -> Any:
-    try:
-        from . import _speedups as mod
-    except ImportError:
-        return None
-    mod.configure(ABSENT, Decimal, MySQLTime, DecodeError, temporal.decode_date,
-                  temporal.decode_datetime2, temporal.decode_timestamp2)
-    return mod
-
-
-_c_module = _load_speedups()
-_speedups = None if os.environ.get("BINLAKE_PURE_PYTHON") else _c_module
 
 
 def _compile(columns: Sequence[ColumnInfo], present: Sequence[bool],

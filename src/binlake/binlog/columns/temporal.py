@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ...values import InvalidTemporal, MySQLTime
+from ..values import InvalidTemporal, MySQLTime
 
 UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)

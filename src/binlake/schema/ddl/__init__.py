@@ -13,10 +13,9 @@ copy and reports which tables changed.
 """
 from __future__ import annotations
 
-# every name the single-module ddl.py had, private ones included (spark/evolve subclasses _Parser)
 from .lexer import (  # noqa: F401
     MODE_REAL_AS_FLOAT, MODE_ANSI_QUOTES, MODE_ORACLE, MODE_MAXDB, MODE_NO_BACKSLASH_ESCAPES,
-    DdlParseError, _clip, Tok, _WORD_RE, unwrap_versioned_comments, tokenize, split_statements,
+    DdlParseError, Tok, unwrap_versioned_comments, tokenize, split_statements,
 )
 from .statements import (  # noqa: F401
     TableRef, ColumnSpec, IndexSpec, Statement, Ignored, CreateTable, AlterTable, DropTables,
@@ -24,21 +23,17 @@ from .statements import (  # noqa: F401
     iter_statement_tables,
 )
 from .parser import (  # noqa: F401
-    _IGNORED_FIRST, _IGNORED_OBJECTS, _COLUMN_END, _BINARY_OPS, _TABLE_OPTIONS, _PARTITION_OPS,
-    _Parser, _label, _JSON_VALID_RE, _json_valid_column, _COMPOUND_RE, parse, _TABLE_AFTER_RE,
-    guess_tables, parse_column_type,
+    Parser, parse, guess_tables, parse_column_type,
 )
 from .context import (  # noqa: F401
-    TableChange, ApplyContext, UnknownTableError, _key, _require,
+    TableChange, ApplyContext, UnknownTableError,
 )
 from .resolve import (  # noqa: F401
-    _table_defaults, resolve_column, _index_from_spec, _not_null_key_columns,
-    implicit_period_columns,
-)
-from .edit import (  # noqa: F401
-    _TableEdit, _ALTER_OPS, _apply_alter,
+    resolve_column, implicit_period_columns,
 )
 from .apply import (  # noqa: F401
-    apply, _apply_create, _apply_sequence, _apply_drop, _apply_rename, _apply_truncate,
-    _apply_database, _apply_create_index, _apply_drop_index, _HANDLERS,
+    apply,
 )
+
+_Parser = Parser
+"""The old name of Parser (spark/evolve subclasses it); goes once nothing uses it."""

@@ -9,12 +9,12 @@ from .statements import (
     AlterTable, CreateIndex, CreateSequence, CreateTable, DatabaseStmt, DropIndex, DropTables,
     Ignored, IndexSpec, RenameTables, Statement, TruncateTable,
 )
-from .context import ApplyContext, TableChange, UnknownTableError, _key, _require
+from .context import ApplyContext, TableChange, UnknownTableError, table_key, require_table
 from .resolve import (
-    _index_from_spec, _not_null_key_columns, _table_defaults, implicit_period_columns,
+    index_from_spec, not_null_key_columns, table_defaults, implicit_period_columns,
     resolve_column,
 )
-from .edit import _TableEdit, _apply_alter
+from .edit import TableEdit, apply_alter
 
 
 def apply(stmt: Statement, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
@@ -28,12 +28,12 @@ def apply(stmt: Statement, cat: Catalog, ctx: ApplyContext) -> list[TableChange]
 def _apply_create(st: CreateTable, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
     if st.temporary:
         return []  # row-based binlogs never carry rows of temporary tables
-    key = _key(st.table, cat, ctx)
+    key = table_key(st.table, cat, ctx)
     existed = key in cat.tables
     if existed and st.if_not_exists:
         return []
     if st.like is not None:
-        src = _require(cat, _key(st.like, cat, ctx), ctx, st)
+        src = require_table(cat, table_key(st.like, cat, ctx), ctx, st)
         if src is None:
             if ctx.tracked(*key):
                 raise UnknownTableError(f"CREATE TABLE {st.table} LIKE {st.like}: source unknown")
@@ -43,18 +43,18 @@ def _apply_create(st: CreateTable, cat: Catalog, ctx: ApplyContext) -> list[Tabl
         if st.select and not st.columns:
             raise DdlParseError("CREATE TABLE ... SELECT without column definitions: the column "
                                 "types come from the query", st.text)
-        table_cs, table_coll = _table_defaults(st.charset, st.collation, key[0], cat)
+        table_cs, table_coll = table_defaults(st.charset, st.collation, key[0], cat)
         cols = [resolve_column(c, table_cs, table_coll, cat.collations) for c in st.columns]
         indexes: list[Index] = []
         for spec, col in zip(st.columns, cols):
             if spec.inline_key:
                 kind = spec.inline_key
-                indexes.append(_index_from_spec(IndexSpec(kind, "PRIMARY" if kind == "primary" else None,
+                indexes.append(index_from_spec(IndexSpec(kind, "PRIMARY" if kind == "primary" else None,
                                                           [col.name], [None]), indexes))
         for ix in st.indexes:
-            indexes.append(_index_from_spec(ix, indexes))
+            indexes.append(index_from_spec(ix, indexes))
         for ix in indexes:
-            cols = _not_null_key_columns(cols, ix)
+            cols = not_null_key_columns(cols, ix)
         names = {c.key for c in cols}
         checks = [(n, c) for n, c in st.json_checks if c.lower() in names]
         if st.system_versioning and not any(c.generated == "row_start" for c in cols):
@@ -71,7 +71,7 @@ def _apply_create(st: CreateTable, cat: Catalog, ctx: ApplyContext) -> list[Tabl
 def _apply_sequence(st: CreateSequence, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
     if st.temporary:
         return []
-    key = _key(st.table, cat, ctx)
+    key = table_key(st.table, cat, ctx)
     if key in cat.tables and st.if_not_exists:
         return []
     big = dict(type="bigint", nullable=False)
@@ -92,7 +92,7 @@ def _apply_sequence(st: CreateSequence, cat: Catalog, ctx: ApplyContext) -> list
 def _apply_drop(st: DropTables, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
     out = []
     for ref in st.tables:
-        key = _key(ref, cat, ctx)
+        key = table_key(ref, cat, ctx)
         if key in cat.tables:  # an unknown table being dropped corrupts nothing
             del cat.tables[key]
             out.append(TableChange("drop", key, None))
@@ -102,7 +102,7 @@ def _apply_drop(st: DropTables, cat: Catalog, ctx: ApplyContext) -> list[TableCh
 def _apply_rename(st: RenameTables, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
     out = []
     for a, b in st.pairs:
-        ka, kb = _key(a, cat, ctx), _key(b, cat, ctx)
+        ka, kb = table_key(a, cat, ctx), table_key(b, cat, ctx)
         t = cat.tables.pop(ka, None)
         if t is None:
             if ctx.tracked(*ka) and not st.if_exists:
@@ -117,8 +117,8 @@ def _apply_rename(st: RenameTables, cat: Catalog, ctx: ApplyContext) -> list[Tab
 
 
 def _apply_truncate(st: TruncateTable, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
-    key = _key(st.table, cat, ctx)
-    t = _require(cat, key, ctx, st)
+    key = table_key(st.table, cat, ctx)
+    t = require_table(cat, key, ctx, st)
     return [] if t is None else [TableChange("truncate", key, t)]
 
 
@@ -154,11 +154,11 @@ def _apply_database(st: DatabaseStmt, cat: Catalog, ctx: ApplyContext) -> list[T
 
 
 def _apply_create_index(st: CreateIndex, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
-    key = _key(st.table, cat, ctx)
-    t = _require(cat, key, ctx, st)
+    key = table_key(st.table, cat, ctx)
+    t = require_table(cat, key, ctx, st)
     if t is None:
         return []
-    edit = _TableEdit(t, cat, ctx)
+    edit = TableEdit(t, cat, ctx)
     if st.or_replace:
         edit.drop_index(st.index.name or "", True)
     edit.add_index(st.index)
@@ -168,11 +168,11 @@ def _apply_create_index(st: CreateIndex, cat: Catalog, ctx: ApplyContext) -> lis
 
 
 def _apply_drop_index(st: DropIndex, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
-    key = _key(st.table, cat, ctx)
-    t = _require(cat, key, ctx, st)
+    key = table_key(st.table, cat, ctx)
+    t = require_table(cat, key, ctx, st)
     if t is None:
         return []
-    edit = _TableEdit(t, cat, ctx)
+    edit = TableEdit(t, cat, ctx)
     edit.drop_index(st.name, st.if_exists)
     new = edit.result()
     cat.tables[key] = new
@@ -182,7 +182,7 @@ def _apply_drop_index(st: DropIndex, cat: Catalog, ctx: ApplyContext) -> list[Ta
 _HANDLERS: dict[type, Callable[..., list[TableChange]]] = {
     CreateTable: _apply_create,
     CreateSequence: _apply_sequence,
-    AlterTable: _apply_alter,
+    AlterTable: apply_alter,
     DropTables: _apply_drop,
     RenameTables: _apply_rename,
     TruncateTable: _apply_truncate,

@@ -6,7 +6,7 @@ from typing import Callable
 
 from ...errors import SchemaError
 from ..model import Catalog, TableDef
-from .lexer import _clip
+from .lexer import clip_text
 from .statements import Statement, TableRef
 
 
@@ -46,14 +46,14 @@ class UnknownTableError(SchemaError):
     """DDL refers to a tracked table the model does not have."""
 
 
-def _key(ref: TableRef, cat: Catalog, ctx: ApplyContext) -> tuple[str, str]:
+def table_key(ref: TableRef, cat: Catalog, ctx: ApplyContext) -> tuple[str, str]:
     return cat.key(ref.schema or ctx.default_schema, ref.name)
 
 
-def _require(cat: Catalog, key: tuple[str, str], ctx: ApplyContext, stmt: Statement) -> TableDef | None:
+def require_table(cat: Catalog, key: tuple[str, str], ctx: ApplyContext, stmt: Statement) -> TableDef | None:
     """The tracked table, None for an untracked unknown one; error for a tracked unknown one."""
     t = cat.tables.get(key)
     if t is None and ctx.tracked(*key):
         raise UnknownTableError(f"table {key[0]}.{key[1]} is not in the schema history "
-                                f"(statement: {_clip(stmt.text)})")
+                                f"(statement: {clip_text(stmt.text)})")
     return t

@@ -1,4 +1,4 @@
-"""ALTER TABLE semantics: `_TableEdit` and the ALTER statement handler."""
+"""ALTER TABLE semantics: `TableEdit` and the ALTER statement handler."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,11 +7,11 @@ from typing import Callable
 from ...errors import SchemaError
 from ..model import BLOB_CAPACITY, CHARACTER_TYPES, Catalog, Column, Index, TEXT_TYPES, TableDef
 from .statements import AlterTable, ColumnSpec, IndexSpec
-from .context import ApplyContext, TableChange, UnknownTableError, _key
+from .context import ApplyContext, TableChange, UnknownTableError, table_key
 from .resolve import implicit_period_columns, resolve_column
 
 
-class _TableEdit:
+class TableEdit:
     """ALTER TABLE semantics on a working copy of one table.
 
     CHANGE/MODIFY/DROP/RENAME name columns by their *old* names and AFTER by the new layout, and
@@ -277,35 +277,35 @@ class _TableEdit:
 
 
 _ALTER_OPS: dict[str, Callable[..., None]] = {
-    "add_columns": _TableEdit.add_columns,
-    "change": _TableEdit.change,
-    "drop_column": _TableEdit.drop_column,
-    "rename_column": _TableEdit.rename_column,
-    "set_visibility": _TableEdit.set_visibility,
-    "add_index": _TableEdit.add_index,
-    "drop_index": _TableEdit.drop_index,
-    "rename_index": _TableEdit.rename_index,
-    "add_json_check": _TableEdit.add_json_check,
-    "convert": _TableEdit.convert,
-    "default_charset": _TableEdit.default_charset,
-    "add_versioning": _TableEdit.add_versioning,
-    "drop_versioning": _TableEdit.drop_versioning,
+    "add_columns": TableEdit.add_columns,
+    "change": TableEdit.change,
+    "drop_column": TableEdit.drop_column,
+    "rename_column": TableEdit.rename_column,
+    "set_visibility": TableEdit.set_visibility,
+    "add_index": TableEdit.add_index,
+    "drop_index": TableEdit.drop_index,
+    "rename_index": TableEdit.rename_index,
+    "add_json_check": TableEdit.add_json_check,
+    "convert": TableEdit.convert,
+    "default_charset": TableEdit.default_charset,
+    "add_versioning": TableEdit.add_versioning,
+    "drop_versioning": TableEdit.drop_versioning,
 }
 
 
-def _apply_alter(st: AlterTable, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
-    key = _key(st.table, cat, ctx)
+def apply_alter(st: AlterTable, cat: Catalog, ctx: ApplyContext) -> list[TableChange]:
+    key = table_key(st.table, cat, ctx)
     t = cat.tables.get(key)
     if t is None:
         if st.if_exists or not ctx.tracked(*key):
             # an untracked table may still be renamed into the tracked scope
             for action in st.actions:
-                if action[0] == "rename" and ctx.tracked(*_key(action[1], cat, ctx)):
+                if action[0] == "rename" and ctx.tracked(*table_key(action[1], cat, ctx)):
                     raise UnknownTableError(f"ALTER TABLE {st.table} RENAME into a tracked name; "
                                             "the source is not in the schema history")
             return []
         raise UnknownTableError(f"ALTER TABLE {st.table}: table not in the schema history")
-    edit = _TableEdit(t, cat, ctx)
+    edit = TableEdit(t, cat, ctx)
     extra: list[TableChange] = []
     for action in st.actions:
         op, args = action[0], action[1:]
@@ -314,12 +314,12 @@ def _apply_alter(st: AlterTable, cat: Catalog, ctx: ApplyContext) -> list[TableC
         if op == "drop_constraint":
             edit.drop_constraint(args[0])
         elif op == "rename":
-            edit.rename_to = _key(args[0], cat, ctx)
+            edit.rename_to = table_key(args[0], cat, ctx)
         elif op == "partition_to_table":  # MariaDB 10.7: the partition becomes a table
-            nk = _key(args[0], cat, ctx)
+            nk = table_key(args[0], cat, ctx)
             extra.append(TableChange("create", nk, t.renamed(*nk)))
         elif op == "table_to_partition":  # ... and a table becomes a partition
-            ok = _key(args[0], cat, ctx)
+            ok = table_key(args[0], cat, ctx)
             if ok in cat.tables:
                 extra.append(TableChange("drop", ok, None))
         elif op in _ALTER_OPS:

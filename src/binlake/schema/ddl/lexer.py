@@ -24,10 +24,10 @@ class DdlParseError(SchemaError):
         self.statement = statement
         self.offset = offset
         where = f" at character {offset}" if offset is not None else ""
-        super().__init__(f"{message}{where} in: {_clip(statement)}")
+        super().__init__(f"{message}{where} in: {clip_text(statement)}")
 
 
-def _clip(s: str, n: int = 300) -> str:
+def clip_text(s: str, n: int = 300) -> str:
     s = " ".join(s.split())
     return s if len(s) <= n else s[:n] + "..."
 

@@ -1,4 +1,4 @@
-"""The MySQL/MariaDB DDL grammar: `_Parser` and the `parse()` entry points."""
+"""The MySQL/MariaDB DDL grammar: `Parser` and the `parse()` entry points."""
 from __future__ import annotations
 
 import re
@@ -43,7 +43,7 @@ _PARTITION_OPS = frozenset("""
 """.split())
 
 
-class _Parser:
+class Parser:
     def __init__(self, toks: list[Tok], text: str, sql_mode: int) -> None:
         self.t = toks
         self.i = 0
@@ -1073,7 +1073,7 @@ def parse(sql: str, sql_mode: int = 0) -> list[Statement]:
         span = text[stmt_toks[0].start:stmt_toks[-1].end]
         rebased = [Tok(t.kind, t.text, t.start - stmt_toks[0].start, t.end - stmt_toks[0].start)
                    for t in stmt_toks]
-        out.append(_Parser(rebased, span, sql_mode).statement())
+        out.append(Parser(rebased, span, sql_mode).statement())
     return out
 
 
@@ -1095,7 +1095,7 @@ def guess_tables(sql: str) -> list[TableRef]:
 
 def parse_column_type(text: str, name: str = "c") -> ColumnSpec:
     """A type as information_schema.COLUMNS.COLUMN_TYPE spells it (`int(10) unsigned`)."""
-    p = _Parser(tokenize(text), text, 0)
+    p = Parser(tokenize(text), text, 0)
     spec = p.data_type(name)
     p.end()
     return spec

@@ -10,7 +10,7 @@ from ..model import (
 from .statements import ColumnSpec, IndexSpec
 
 
-def _table_defaults(st_charset: str | None, st_collation: str | None, schema: str,
+def table_defaults(st_charset: str | None, st_collation: str | None, schema: str,
                     cat: Catalog) -> tuple[str, str]:
     colls = cat.collations
     if st_charset is None and st_collation is None:
@@ -61,7 +61,7 @@ def resolve_column(spec: ColumnSpec, table_cs: str, table_coll: str, colls: Coll
         is_json=spec.json_check, auto_increment=spec.auto_increment)
 
 
-def _index_from_spec(ix: IndexSpec, existing: list[Index]) -> Index:
+def index_from_spec(ix: IndexSpec, existing: list[Index]) -> Index:
     name = ix.name
     if name is None:  # the server names an unnamed key after its first column, then _2, _3
         base = next((c for c in ix.columns if c is not None), "functional_index")
@@ -72,7 +72,7 @@ def _index_from_spec(ix: IndexSpec, existing: list[Index]) -> Index:
     return Index(name, ix.kind, tuple(ix.columns), tuple(ix.prefixes))
 
 
-def _not_null_key_columns(cols: list[Column], index: Index) -> list[Column]:
+def not_null_key_columns(cols: list[Column], index: Index) -> list[Column]:
     """PRIMARY KEY columns are NOT NULL whatever the definition said."""
     if index.kind != "primary":
         return cols

@@ -8,11 +8,11 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .binlog.columns.rowcodec import _speedups
-from .binlog.constants import ChecksumAlg, EventFlag, EventType as E
-from .binlog.decoder import BinlogDecoder
-from .binlog.events import Event
-from .errors import DecodeError
+from .columns.native import speedups as _speedups
+from .constants import ChecksumAlg, EventFlag, EventType as E
+from .decoder import BinlogDecoder
+from .events import Event
+from ..errors import DecodeError
 
 CHUNK = 1 << 20
 MAP_MIN = 4 << 20
@@ -403,7 +403,7 @@ def locate_prepared(paths: Iterable[str | Path], xid: str, *,
     first; first of all in `head`, a file's bytes before an offset), as a `PreparedRange`;
     None if none has it. For a reader of a later file (or part of a file) that meets the
     XA COMMIT. Rows are not decoded (only event headers and group boundaries)."""
-    from .changes import ChangeTracker, no_table
+    from ..cdc.changes import ChangeTracker, no_table
 
     walks: list[Iterable[Event]] = []
     if head is not None:

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 import click
 
-from . import __version__
-from .errors import BinlakeError
+from .. import __version__
+from ..errors import BinlakeError
 
 
 _PROGRAM = False
@@ -41,7 +41,9 @@ class _Fail(click.ClickException):
     exit_code = 2
 
 
-def _fail(exc: BinlakeError) -> click.ClickException:
+def click_error(exc: BinlakeError) -> click.ClickException:
+    """A binlake error as the one line click prints before exiting with status 2 (every
+    subcommand reports its errors so)."""
     return _Fail(str(exc))
 
 
@@ -104,7 +106,7 @@ def main() -> None:
 def _load_keys(key_file: str | None) -> dict[int, bytes] | None:
     if not key_file:
         return None
-    from .binlog.encryption import load_key_file
+    from ..binlog.encryption import load_key_file
 
     return load_key_file(Path(key_file).read_text())
 
@@ -185,7 +187,7 @@ def decode(files: tuple[str, ...], output: str, what: str, start_position: int |
         else:
             counts = decode_in_order(spec, out)
     except BinlakeError as exc:
-        raise _fail(exc) from None
+        raise click_error(exc) from None
     except BrokenPipeError:
         return
     if stats:
@@ -206,8 +208,8 @@ _LAZY_COMMANDS = {
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # python -m binlake.cli: run the module the subcommands import (binlake.cli), not this
+    # python -m binlake.cli.program: run the module the subcommands import, not this
     # copy of it, so that what entry() sets is what they read (settle_imports).
-    from binlake.cli import entry as _entry
+    from binlake.cli.program import entry as _entry
 
     _entry()

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .errors import BinlakeError
-from .lazy_re import LazyPattern
+from ..errors import BinlakeError
+from .._util.lazy_re import LazyPattern
 
 class XaError(BinlakeError):
     """An XA decision whose prepared changes cannot be found."""

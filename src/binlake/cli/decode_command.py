@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, TextIO
 
-from .binlog.constants import EventType
-from .errors import BinlakeError
+from ..binlog.constants import EventType
+from ..errors import BinlakeError
 
 
 class DecodeFailed(BinlakeError):
@@ -75,15 +75,15 @@ class _FileDecoder:
     """The filters, history and decoder options of one process, and the per-file loop."""
 
     def __init__(self, spec: DecodeSpec) -> None:
-        from .changes import table_filter
-        from .gtid_filter import GtidFilter
+        from ..cdc.changes import table_filter
+        from ..gtid.filter import GtidFilter
 
         self.spec = spec
         self.tables = table_filter(spec.tables)
         self.gtid_filter = GtidFilter.parse(spec.gtids) if spec.gtids else None
         self.resolver = None
         if spec.schema_history is not None:
-            from .schema.tracker import SchemaTracker
+            from ..schema.tracker import SchemaTracker
 
             # The history replays the files' DDL at its positions (idempotently: what it
             # already recorded is looked up, not applied twice).
@@ -93,12 +93,12 @@ class _FileDecoder:
             verify_checksums=spec.verify_checksums, table_filter=self.tables,
             table_resolver=self.resolver)
         if spec.what == "changes":
-            from .cdcjson import images_for
+            from ..cdc.jsontext import images_for
 
             self.options["json_images"] = images_for(spec.output)
 
     def tracker(self, locate: Callable[..., Any] | None = None) -> Any:
-        from .changes import ChangeTracker
+        from ..cdc.changes import ChangeTracker
 
         return ChangeTracker(self.tables, locate=locate, reread=lambda rng, _at: reread_prepared(
             self.spec.files, rng, self.tables, **self.options), on_incident=self._incident())
@@ -111,7 +111,7 @@ class _FileDecoder:
         if self.spec.skip_incidents:
             import sys
 
-            from .changes import incident_line
+            from ..cdc.changes import incident_line
 
             return lambda ev: print(incident_line(ev), file=sys.stderr, flush=True)
         return None
@@ -123,10 +123,10 @@ class _FileDecoder:
 
         A part of the file: from `begin` (an event group's start), and up to the first event
         group starting at or after `until`, whose offset is returned (None: the file's end)."""
-        from .binlog.decoder import BinlogDecoder
-        from .binlog.events import RowsEvent
-        from .changes import left_out_rows_needed
-        from .files import opens_group, read_events
+        from ..binlog.decoder import BinlogDecoder
+        from ..binlog.events import RowsEvent
+        from ..cdc.changes import left_out_rows_needed
+        from ..binlog.files import opens_group, read_events
 
         spec, resolver, gfilter = self.spec, self.resolver, self.gtid_filter
         path = spec.files[index]
@@ -206,8 +206,9 @@ class _FileDecoder:
 def import_decoder() -> None:
     """Import now what a decode imports as it starts, so that a one-shot command settles
     those modules with the rest (cli.settle_imports)."""
-    from . import changes, files  # noqa: F401
-    from .binlog import decoder  # noqa: F401
+    from ..cdc import changes  # noqa: F401
+    from ..binlog import files  # noqa: F401
+    from ..binlog import decoder  # noqa: F401
 
 
 def decode_in_order(spec: DecodeSpec, out: TextIO) -> Counts:
@@ -251,7 +252,7 @@ def plan_pieces(spec: DecodeSpec, jobs: int, piece_bytes: int | None = None) -> 
     and the spool of the pieces decoded ahead stays small. Not cut: with positions (they
     are about whole files), and files whose event groups cannot be found in place
     (files.cuttable)."""
-    from .files import cuttable
+    from ..binlog.files import cuttable
 
     sizes = [Path(f).stat().st_size for f in spec.files]
     if piece_bytes is None:
@@ -271,7 +272,7 @@ def plan_pieces(spec: DecodeSpec, jobs: int, piece_bytes: int | None = None) -> 
 def _decode_piece(spec: DecodeSpec, piece: Piece, spool_dir: str, encoding: str,
                   errors: str) -> _Part:
     """In a worker: one piece of a file, into a spool file in the parent's encoding."""
-    from .files import find_group_start, locate_prepared
+    from ..binlog.files import find_group_start, locate_prepared
 
     path = spec.files[piece.index]
     counts = Counts()
@@ -332,7 +333,7 @@ def decode_in_parallel(spec: DecodeSpec, jobs: int, out: TextIO, *,
     jobs = min(jobs, len(pieces))
     total = Counts()
     with tempfile.TemporaryDirectory(prefix="binlake-decode-") as spool_dir:
-        from .files import share_cpus
+        from ..binlog.files import share_cpus
 
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                    initializer=share_cpus, initargs=(jobs,))
@@ -450,7 +451,7 @@ def write_records(out: Any, records: Iterable[Any], output: str) -> None:
     `decode` (events or lists of records) and `stream`, written by cdcjson's writers. The
     lines go as bytes to an `out` with write_bytes (LinesOut, replica.sink.OutputSink), else
     as text."""
-    from . import cdcjson
+    from ..cdc import jsontext as cdcjson
 
     jsonl = output == "jsonl"
     try:
@@ -468,7 +469,7 @@ def write_records(out: Any, records: Iterable[Any], output: str) -> None:
 
 
 def print_event(out: Any, ev: Any, output: str) -> None:
-    from .changes import json_value
+    from ..cdc.changes import json_value
 
     if output == "jsonl":
         obj = {"type": ev.type_name, "file": ev.file, "pos": ev.offset, "end_pos": ev.end,
@@ -488,9 +489,9 @@ def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -
     """An XA COMMIT whose PREPARE was not decoded here (before --start-position, left out
     by --gtid, or in another worker's file): its records from the PREPARE's range, in the
     given files or beside them."""
-    from .changes import prepared_records
-    from .errors import ConfigError
-    from .files import read_range
+    from ..cdc.changes import prepared_records
+    from ..errors import ConfigError
+    from ..binlog.files import read_range
 
     given = [Path(f) for f in files]
     path = next((p for p in given if p.name == rng.file), None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def _parts(pattern: str) -> list[str] | None:

@@ -11,7 +11,7 @@ import datetime as dt
 import json
 from typing import Any, Callable
 
-from .binlog.constants import ColumnType as T
+from ..binlog.constants import ColumnType as T
 from .changes import formatter_for, json_value
 
 
@@ -186,9 +186,9 @@ def jsonl_value_text(c: Any) -> Callable[[Any], str]:
 
 
 def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
-    from .binlog.columns.rowcodec import prepare_float_text, speedups_function
+    from ..binlog.columns.native import function, prepare_float_text
 
-    jsonl, text = speedups_function("jsonl_records"), speedups_function("text_records")
+    jsonl, text = function("jsonl_records"), function("text_records")
     if jsonl is None or text is None:
         return records_jsonl_python, records_text_python
     prepare_float_text()

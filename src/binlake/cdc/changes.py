@@ -10,17 +10,17 @@ import re
 import struct
 import datetime as dt
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, cast
 
-from .binlog.constants import ColumnType as T
-from .binlog.events import (
-    Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
-    XidEvent,
-)
-from .binlog.table_map import ColumnInfo, TableMapEvent
-from .values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
-from .errors import BinlakeError
-from .lazy_re import LazyPattern
+from ..binlog.constants import ColumnType as T
+from ..binlog.events import (
+     Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
+     XidEvent,
+ )
+from ..binlog.table_map import ColumnInfo, TableMapEvent
+from ..binlog.values import ABSENT, JSON_NULL, Geometry, InvalidTemporal, JsonPatch, MySQLTime
+from ..errors import BinlakeError
+from .._util.lazy_re import LazyPattern
 from .xa import Held, PreparedRange, XaError, XaLedger, decision, xa_start, xid_text
 
 
@@ -78,7 +78,8 @@ class ChangeRecord:
         if type(img) is bytes:  # a decoder with json_images: the CDC JSON text
             import json
 
-            return json.loads(img)
+            image: dict[str, Any] = json.loads(img)
+            return image
         return dict(zip(self.table_map.column_names, img))  # type: ignore[union-attr]
 
     @property
@@ -114,7 +115,8 @@ class ChangeRecord:
         if type(img) is bytes:
             img = self._image(img)
         if img is None or type(img) is not dict:
-            return img
+            values: tuple[Any, ...] | None = img
+            return values
         names = self.table_map.column_names  # type: ignore[union-attr]
         return tuple(img.get(n, ABSENT) for n in names)
 
@@ -170,7 +172,7 @@ _COMPARED = ("op", "schema", "table", "before", "after", "primary_key", "file", 
 
 
 def _format_image(image: dict[str, Any], fmt: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in image.items():
         if value is ABSENT:
             continue
@@ -274,7 +276,7 @@ def formatter_for(c: ColumnInfo) -> Callable[[Any], Any]:
 
 
 def _formatters(tm: TableMapEvent) -> dict[str, Callable[[Any], Any]]:
-    cached = tm.row_decoders.get("json-formatters")
+    cached: dict[str, Callable[[Any], Any]] | None = tm.row_decoders.get("json-formatters")
     if cached is None:
         cached = {name: formatter_for(c) for name, c in zip(tm.column_names, tm.columns)}
         tm.row_decoders["json-formatters"] = cached
@@ -289,14 +291,15 @@ _RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary
 
 def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
     """The C record builder, told ChangeRecord's slots (None without the extension)."""
-    from .binlog.columns.rowcodec import _speedups
+    from ..binlog.columns.native import speedups as _speedups
 
     if _speedups is None or not hasattr(_speedups, "make_records"):
         return None
     if ChangeRecord.__slots__ != _RECORD_TEMPLATE_ORDER:  # records() writes its template so
         raise RuntimeError("ChangeRecord.__slots__ changed: update the template of records()")
     _speedups.record_class(ChangeRecord, ChangeRecord.__slots__)
-    return _speedups.make_records
+    make: Callable[..., list[ChangeRecord]] = _speedups.make_records
+    return make
 
 
 _make_records = _load_make_records()
@@ -335,7 +338,7 @@ def incident_line(ev: IncidentEvent) -> str:
 class ChangeTracker:
     """Follow transaction context across events and turn rows events into ChangeRecords.
 
-    Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.xa): `xa`
+    Rows of a prepared XA transaction are held until its XA COMMIT (see binlake.cdc.xa): `xa`
     carries the pending ones across readers, `reread` fetches the records of a PREPARE this
     tracker did not see, and the units they span (None: such a commit is an error naming the
     range).
@@ -366,7 +369,7 @@ class ChangeTracker:
         self._decided: tuple[str, bool, PreparedRange | None, Held | None] | None = None
         self.released_units = 0
         """How many units (rows and statement records, before the table filter) the XA
-        records last handed out span; each record's `row` is its unit index (binlake.xa)."""
+        records last handed out span; each record's `row` is its unit index (binlake.cdc.xa)."""
 
     def observe(self, ev: Event, *, keep: bool = True) -> None:
         """Follow an event without asking for its records (keep=False: the caller will not
@@ -401,9 +404,10 @@ class ChangeTracker:
             # Not when only walking, nor before a start position (keep=False): those
             # changes are not being read.
             if keep and not self.walk:
+                incident = cast(IncidentEvent, ev)
                 if self.on_incident is None:
-                    raise IncidentError(ev)
-                self.on_incident(ev)
+                    raise IncidentError(incident)
+                self.on_incident(incident)
 
     def observe_gtid(self, ev: GtidEvent | MariaGtidEvent, gtid: str | None, *,
                      keep: bool = True) -> None:
@@ -471,7 +475,8 @@ class ChangeTracker:
         # What a table's records share, kept with its TABLE_MAP's decoders (one lookup per
         # event, not a filter call and a key lookup), per filter: another tracker may have
         # another.
-        known = tm.row_decoders.get(("records", self.table_filter))
+        known: tuple[bool, str, str, tuple[str, ...] | None] | None = tm.row_decoders.get(
+            ("records", self.table_filter))
         if known is None:
             known = self._table_constants(tm)
         keep, schema, table, pk = known

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .binlog.events import Event, GtidEvent, MariaGtidEvent
+from ..binlog.events import Event, GtidEvent, MariaGtidEvent
 
 
 @dataclass
@@ -17,7 +17,7 @@ class GtidFilter:
 
     @classmethod
     def parse(cls, spec: str) -> "GtidFilter":
-        from .gtid import MariaGtidState, MySQLGtidSet
+        from .sets import MariaGtidState, MySQLGtidSet
 
         spec = spec.strip()
         if ":" in spec:

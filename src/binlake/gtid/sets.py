@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
-from .binlog.codecs.gtid import read_varlen_unsigned, write_varlen_unsigned
-from .binlog.wire import Buffer, u64
-from .errors import BinlakeError, ConfigError, DecodeError, ProtocolError
-from .lazy_re import LazyPattern
+from ..binlog.wire import Buffer, u64
+from ..errors import BinlakeError, ConfigError, DecodeError, ProtocolError
+from .._util.lazy_re import LazyPattern
+from .encoding import read_varlen_unsigned, write_varlen_unsigned
 
 if TYPE_CHECKING:
-    from .binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
+    from ..binlog.events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
 
 __all__ = [
     "GNO_MAX",
@@ -610,7 +610,7 @@ class MariaGtidState:
         """
         rows = source.gtids if hasattr(source, "gtids") else source
         doms: dict[int, MariaGtid] = {}
-        for d, s, q in rows:  # type: ignore[union-attr]
+        for d, s, q in rows:
             doms[d] = MariaGtid(d, s, q)
         return cls._from_dict(doms)
 
@@ -683,7 +683,7 @@ class MariaGtidState:
         if hasattr(gtid, "domain_id") and not isinstance(gtid, MariaGtid):
             g = MariaGtid.of(gtid)  # type: ignore[arg-type]
         else:
-            g = _as_maria(gtid)  # type: ignore[arg-type]
+            g = _as_maria(gtid)
         cur = self._domains.get(g.domain_id)
         return cur is not None and g.seq_no <= cur.seq_no
 

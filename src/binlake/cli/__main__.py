@@ -1,0 +1,4 @@
+"""`python -m binlake.cli`: the `binlake` program."""
+from binlake.cli.program import entry
+
+entry()
