@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 from binlake.schema import bootstrap as bs
 from binlake.schema.history import file_seq
 from binlake.schema.tracker import SchemaTracker

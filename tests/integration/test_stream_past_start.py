@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from binlake.cli import main
+from binlake.cli.program import main
 
 MAX_U64 = 18446744073709551615
 

@@ -232,7 +232,7 @@ def _past_tracker(server: Any, start: Any, tables: str | None, server_id: int,
                   heartbeat: float) -> Any:
     """The schema history of a stream from a past position without one saved: shapes from
     information_schema and from the DDL found between the start and the primary's end."""
-    from ..changes import table_filter
+    from ..cdc.changes import table_filter
     from ..schema.bootstrap import default_filter
     from .range_schema import range_tracker
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from ..changes import no_table
+from ..cdc.changes import no_table
 from ..schema.history import BinlogPos
 from ..schema.range_history import LoggedQuery, classify, range_history
 from ..schema.tracker import FL_ROLLBACK_ALTER, FL_START_ALTER, SchemaTracker, maybe_ddl
