@@ -128,6 +128,8 @@ class Source:
         self.flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
         self._rows_done = 0
         self._t0 = time.monotonic()
+        self.timeouts = 0
+        """Reads that hit the statement timeout (each retried after a pause)."""
 
     def close(self) -> None:
         self.conn.close()
@@ -168,6 +170,7 @@ class Source:
                 self.rows("COMMIT")
             except pymysql.err.MySQLError as exc:
                 self.rows("ROLLBACK")
+                self.timeouts += exc.args[0] in TIMEOUT_ERRORS if exc.args else 0
                 if exc.args and exc.args[0] in TIMEOUT_ERRORS and attempt < self.retries:
                     time.sleep(pause)
                     pause *= 2
@@ -199,14 +202,18 @@ class Source:
                 raise VerifyError("the server reports no binlog snapshot position",
                                   hint="enable the binary log (log_bin)")
             return (str(f), int(p))
+        import pymysql
+
         self.rows("FLUSH TABLES WITH READ LOCK")
         try:
             self.rows("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             for stmt in ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"):
                 try:
                     r = self._execute(stmt)
-                except Exception:  # noqa: BLE001, S112 - the other spelling is the other version's
-                    continue
+                except pymysql.err.ProgrammingError as exc:  # a syntax error (1064): the
+                    if exc.args and exc.args[0] == 1064:      # other version's spelling
+                        continue
+                    raise VerifyError(f"{self.url}: {exc.args[-1]}") from None
                 if r:
                     return (str(r[0][0]), int(r[0][1]))
             raise VerifyError("the server has no binary log (log_bin is off)")
