@@ -13,7 +13,8 @@ Delta row's or version's seq, or a tombstone, is not past P). Such a row's Delta
 not the source's value at P although the sync has applied every change of it up to P: a
 real difference. A row changed after its chunk's read is not compared in that run (counted
 as `changed_while_verifying`); a difference caused only by a change after the read is left
-to the next run.
+to the next run. Delta time travel cannot replace the seq test: a table version holds a
+batch's end position, and P rarely is one (README.md, "Why not Delta time travel to P").
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
 
     t0 = time.monotonic()
     t = plan.table
-    rep = TableReport(t.name, rows=plan.rows, chunks=len(plan.chunks))
+    rep = TableReport(t.name, rows=plan.rows or 0, chunks=len(plan.chunks))
     try:
         lake = lake_table(spark, warehouse, plan)
     except VerifyError as exc:
