@@ -64,13 +64,13 @@ def load_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, f
             "sent_mb": round(d["Bytes_sent"] / 1e6, 1), "selects": int(d["Com_select"])}
 
 
-def _select_list(server: Any, table: str) -> str:
+def select_list(server: Any, table: str, schema: str = SCHEMA) -> str:
     """The table's columns as a user would SELECT them for Spark: the types Connector/J and
     Spark cannot carry as they are read as numbers (BIT, YEAR; FLOAT as DOUBLE, not
     printed with 6 digits) or text (TIME, DECIMAL wider
     than Spark's 38 digits)."""
     cols = server.sql("SELECT column_name, data_type, numeric_precision FROM "
-                      f"information_schema.columns WHERE table_schema = '{SCHEMA}' AND "
+                      f"information_schema.columns WHERE table_schema = '{schema}' AND "
                       f"table_name = '{table}' ORDER BY ordinal_position", database=None)
     out = []
     for name, dtype, precision in cols:
@@ -100,7 +100,7 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
     try:
         for table in TABLES:
             lo, hi = server.sql(f"SELECT MIN(id), MAX(id) FROM `{table}`", database=SCHEMA)[0]
-            query = f"(SELECT {_select_list(server, table)} FROM `{table}`) t"
+            query = f"(SELECT {select_list(server, table)} FROM `{table}`) t"
             src = spark.read.jdbc(url, query, column="id", lowerBound=int(lo or 0),
                                   upperBound=int(hi or 0) + 1, numPartitions=4,
                                   properties=props)
