@@ -1,8 +1,9 @@
 """`binlake bench --verify`: `binlake verify` against the comparison a user would write.
 
 One throwaway MariaDB, the seeded bench workload (narrow, wide, large), `binlake sync --once`
-into Delta, one local Spark session, and in the same run, each repeat in turn (the order
-alternating between repeats):
+into Delta, one local Spark session, one untimed pass of both (the JVM's first jobs of each
+kind pay for code generation; `--no-warmup` times them too), and in the same run, each
+repeat in turn (the order alternating between repeats):
 
 * verify: `binlake.verify.verify` of the three tables (chunked checksums: the server hashes
   each chunk in SQL, Spark hashes the Delta table; only checksums cross the wire);
@@ -128,7 +129,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 10_000,
         workdir: Path | None = None, echo: Callable[[str], None] = print, keep: bool = False,
-        master: str = "local[2]") -> dict[str, Any]:
+        master: str = "local[2]", warmup: bool = True) -> dict[str, Any]:
     from ..devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
@@ -142,7 +143,7 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
     server = DevServer(work / "server", extra_options={
         "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
     doc: dict[str, Any] = {"config": {"scale": scale, "seed": seed, "master": master,
-                                      "chunk_size": chunk_size, "repeat": repeat,
+                                      "chunk_size": chunk_size, "repeat": repeat, "warmup": warmup,
                                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
     try:
         echo(f"loading the workload ({scale:,} row changes)")
@@ -158,6 +159,13 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         sync_s, _ = _timed(lambda: run_sync(SyncOptions(
             url=server.url, tables=f"{SCHEMA}.*", warehouse=wh, once=True, master=master), spark))
         doc["sync_s"] = round(sync_s, 1)
+        if warmup:  # the JVM's first jobs of each kind pay for code generation: not timed
+            echo("warm-up: verify and full compare once, not timed")
+            doc["warmup_s"] = {
+                "verify": round(_timed(lambda: verify(server.url, f"{SCHEMA}.*", wh,
+                                                      chunk_size=chunk_size, spark=spark,
+                                                      wait=0))[0], 2),
+                "full": round(_timed(lambda: full_compare(spark, server, wh))[0], 2)}
         runs = []
         for i in range(repeat):
             entry: dict[str, Any] = {}
@@ -218,13 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_path")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false",
+                    help="time the JVM's first (code-generating) runs too")
     args = ap.parse_args(argv)
     from ..logs import setup
 
     setup()
     doc = run(args.scale, args.seed, args.repeat, args.chunk_size,
               Path(args.workdir) if args.workdir else None,
-              echo=lambda m: print(m, file=sys.stderr), keep=args.keep)
+              echo=lambda m: print(m, file=sys.stderr), keep=args.keep, warmup=args.warmup)
     print(format_summary(doc))
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
