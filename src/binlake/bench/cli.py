@@ -435,10 +435,14 @@ def _masked(cmd: list[str], password: str) -> str:
               help="Benchmark the pipeline instead (binlake sync: snapshot and catch-up against "
                    "spark.read.jdbc, a plain Delta append and a bare MERGE; see "
                    "binlake.bench.sync_bench); uses --scale, --seed, --json, --workdir, --keep.")
+@click.option("--verify", "verify_mode", is_flag=True,
+              help="Benchmark binlake verify instead, against a full spark.read.jdbc SELECT "
+                   "joined with the Delta tables (see binlake.bench.verify_bench); uses "
+                   "--scale, --seed, --repeat, --json, --workdir, --keep.")
 def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed: int, tools: str,
           per_table: bool, workdir: str | None, keep: bool, timeout: float,
           profile_dir: str | None, annotate: bool, e2e_seconds: float, e2e_rate: float,
-          sync_mode: bool) -> None:
+          sync_mode: bool, verify_mode: bool) -> None:
     """Benchmark binlake against python-mysql-replication and mariadb-binlog on one workload.
 
     \b
@@ -448,6 +452,7 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
       binlake bench --scale 20000 --repeat 1 --no-per-table --profile prof/
       binlake bench --e2e-seconds 60                 # plus commit -> Delta lag, p50/p99
       binlake bench --sync --scale 50000             # the pipeline: binlake sync vs Spark floors
+      binlake bench --verify --scale 100000 --repeat 2   # binlake verify vs a full compare
     """
     if repeat < 1 or scale < 1:
         raise click.BadParameter("--scale and --repeat must be at least 1")
@@ -459,6 +464,14 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
         argv += ["--workdir", workdir] if workdir else []
         argv += ["--keep"] if keep else []
         raise SystemExit(sync_main(argv))
+    if verify_mode:
+        from .verify_bench import main as verify_main
+
+        argv = ["--scale", str(scale), "--seed", str(seed), "--repeat", str(repeat)]
+        argv += ["--json", json_path] if json_path else []
+        argv += ["--workdir", workdir] if workdir else []
+        argv += ["--keep"] if keep else []
+        raise SystemExit(verify_main(argv))
     cfg = BenchConfig(scale=scale, repeat=repeat, url=url, seed=seed,
                       tools=tuple(t.strip() for t in tools.split(",") if t.strip()),
                       per_table=per_table, workdir=Path(workdir) if workdir else None, keep=keep,

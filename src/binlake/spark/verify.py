@@ -136,6 +136,23 @@ def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SC
     return search(0, len(chunks))
 
 
+NO_TABLE = frozenset({"PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE"})
+"""Spark's error conditions for "there is no Delta table at this path"."""
+
+
+def read_delta(spark: "SparkSession", path: str) -> "DataFrame | None":
+    """The Delta table at `path`, or None when there is none; any other failure (storage,
+    a corrupt log) is raised as it is."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return spark.read.format("delta").load(path)
+    except AnalysisException as exc:
+        if exc.getCondition() in NO_TABLE:
+            return None
+        raise
+
+
 class LakeTable:
     """A synced Delta table read for comparison with its source table."""
 
@@ -145,14 +162,10 @@ class LakeTable:
 
         self.spark, self.path, self.plan = spark, path, plan
         t = plan.table
-        try:
-            df = spark.read.format("delta").load(path)
-        except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException text says why
-            if "not a Delta table" in str(exc) or "PATH_NOT_FOUND" in str(exc) \
-                    or "Path does not exist" in str(exc):
-                raise VerifyError(f"{t.name}: no Delta table at {path}",
-                                  hint="run binlake sync for it first") from None
-            raise
+        df = read_delta(spark, path)
+        if df is None:
+            raise VerifyError(f"{t.name}: no Delta table at {path}",
+                              hint="run binlake sync for it first")
         self.scd2 = END_AT in df.columns
         ours = [c for c in df.columns if not c.startswith("_binlake_")
                 and c not in (START_AT, END_AT)]
@@ -219,11 +232,9 @@ class LakeTable:
         keys = {r["_key"] for r in self._frame(recent).where(F.col("_chunk").isin(wanted))
                 .select("_key").collect()}
         truncated = False
-        if self.tombstones:
-            try:
-                tomb = self.spark.read.format("delta").load(self.tombstones)
-            except Exception:  # noqa: BLE001 - no tombstone table: nothing was deleted
-                return keys, False
+        # No tombstone table (the sync creates it at the first delete): nothing was deleted.
+        tomb = read_delta(self.spark, self.tombstones) if self.tombstones else None
+        if tomb is not None:
             tomb = tomb.where(after(F.col(SEQ)))
             names = {k: self.names[k] for k in t.key}
             key_text = text_expr(t.key_columns, tomb, names)

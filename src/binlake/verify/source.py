@@ -75,7 +75,8 @@ class Chunk:
 class Plan:
     table: SourceTable
     chunks: list[Chunk]
-    rows: int
+    rows: int | None
+    """Rows counted while planning (hash-bucket tables; range chunks count as they are read)."""
     buckets: int = 0
     """Hash-bucket tables: the number of buckets (= chunks)."""
 
@@ -128,6 +129,8 @@ class Source:
         self.flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
         self._rows_done = 0
         self._t0 = time.monotonic()
+        self.timeouts = 0
+        """Reads that hit the statement timeout (each retried after a pause)."""
 
     def close(self) -> None:
         self.conn.close()
@@ -168,6 +171,7 @@ class Source:
                 self.rows("COMMIT")
             except pymysql.err.MySQLError as exc:
                 self.rows("ROLLBACK")
+                self.timeouts += exc.args[0] in TIMEOUT_ERRORS if exc.args else 0
                 if exc.args and exc.args[0] in TIMEOUT_ERRORS and attempt < self.retries:
                     time.sleep(pause)
                     pause *= 2
@@ -199,14 +203,18 @@ class Source:
                 raise VerifyError("the server reports no binlog snapshot position",
                                   hint="enable the binary log (log_bin)")
             return (str(f), int(p))
+        import pymysql
+
         self.rows("FLUSH TABLES WITH READ LOCK")
         try:
             self.rows("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             for stmt in ("SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"):
                 try:
                     r = self._execute(stmt)
-                except Exception:  # noqa: BLE001, S112 - the other spelling is the other version's
-                    continue
+                except pymysql.err.ProgrammingError as exc:  # a syntax error (1064): the
+                    if exc.args and exc.args[0] == 1064:      # other version's spelling
+                        continue
+                    raise VerifyError(f"{self.url}: {exc.args[-1]}") from None
                 if r:
                     return (str(r[0][0]), int(r[0][1]))
             raise VerifyError("the server has no binary log (log_bin is off)")
@@ -253,16 +261,17 @@ class Source:
 
     def plan(self, t: SourceTable, chunk_size: int) -> Plan:
         """Chunks of about `chunk_size` rows: key ranges whose boundaries are real keys
-        (walking the key index), or hash buckets of the key."""
-        count = int(self.rows(f"SELECT COUNT(*) FROM {t.from_sql}")[0][0])
-        n = max(1, math.ceil(count / chunk_size))
+        (walking the key index until it ends: no COUNT(*), which would read the table once
+        more), or hash buckets of the key (as many as the row count needs)."""
         if not t.ranged:
+            count = int(self.rows(f"SELECT COUNT(*) FROM {t.from_sql}")[0][0])
+            n = max(1, math.ceil(count / chunk_size))
             return Plan(t, [Chunk(i, bucket=i) for i in range(n)], count, n)
         keys = t.key_columns
         select = ", ".join(boundary_sql(c) for c in keys)
         order = ", ".join(q(k) for k in t.key)
         bounds: list[tuple[str, ...]] = []
-        while len(bounds) < n - 1:
+        while True:
             where, args = self.range_predicate(t, bounds[-1] if bounds else None, None)
             row = self.rows(f"SELECT {select} FROM {t.from_sql} WHERE {where} ORDER BY {order} "
                             f"LIMIT 1 OFFSET {chunk_size}", args)
@@ -270,7 +279,7 @@ class Source:
                 break
             bounds.append(tuple(str(v) for v in row[0]))
         edges: list[tuple[str, ...] | None] = [None, *bounds, None]
-        return Plan(t, [Chunk(i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)], count)
+        return Plan(t, [Chunk(i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)], None)
 
     @staticmethod
     def range_predicate(t: SourceTable, lo: Sequence[str] | None,
@@ -304,7 +313,7 @@ class Source:
             rows, at = self.read(f"SELECT {bucket_sql(t.key_text, plan.buckets)} AS b, {agg} "
                                  f"FROM {t.from_sql} GROUP BY b")
             got = {int(b): Checksum(int(n), int(x), at) for b, n, x in rows}
-            self.throttle(plan.rows)
+            self.throttle(sum(c.rows for c in got.values()))
             yield plan.chunks, {c.index: got.get(c.index, Checksum(0, 0, at)) for c in plan.chunks}
             return
         for chunk in plan.chunks:

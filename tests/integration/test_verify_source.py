@@ -1,0 +1,101 @@
+"""The load limits of `binlake verify`'s source side on a real MariaDB: chunks of at most
+--chunk-size rows, --rate rows per second, and a statement timeout that backs off and
+retries while the server is busy (here: a table held by LOCK TABLES ... WRITE)."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from binlake.replica.url import ServerURL
+from binlake.verify import VerifyError
+from binlake.verify.source import Source
+
+pytestmark = pytest.mark.integration
+
+DB = "verify_src"
+
+
+@pytest.fixture(scope="module")
+def table(mariadb: Any) -> Any:
+    mariadb.sql(f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", database=None)
+    mariadb.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
+                "INSERT INTO t VALUES " + ",".join(f"({i}, 'v{i}')" for i in range(50)),
+                database=DB)
+    return mariadb
+
+
+def test_chunks_hold_at_most_chunk_size_rows(table: Any) -> None:
+    src = Source(ServerURL.parse(table.url))
+    try:
+        plan = src.plan(src.describe(DB, "t"), 7)
+        sums = {i: c for _, got in src.checksums(plan) for i, c in got.items()}
+    finally:
+        src.close()
+    assert len(plan.chunks) == 8  # walked over the key, not counted first
+    assert [sums[i].rows for i in range(8)] == [7] * 7 + [1]
+
+
+def test_rate_limits_the_rows_read_per_second(table: Any) -> None:
+    src = Source(ServerURL.parse(table.url), rate=100)
+    try:
+        plan = src.plan(src.describe(DB, "t"), 10)
+        t0 = time.monotonic()
+        rows = sum(c.rows for _, got in src.checksums(plan) for c in got.values())
+        took = time.monotonic() - t0
+    finally:
+        src.close()
+    assert rows == 50 and took >= 0.45, took  # 50 rows at 100 rows/s
+
+
+def _hold_lock(server: Any, seconds: float) -> threading.Thread:
+    """LOCK TABLES t WRITE from another session for `seconds` (reads of t wait meanwhile)."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        conn = server.connect(database=DB)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("LOCK TABLES t WRITE")
+                locked.set()
+                time.sleep(seconds)
+                cur.execute("UNLOCK TABLES")
+        finally:
+            conn.close()
+
+    th = threading.Thread(target=hold, daemon=True)
+    th.start()
+    assert locked.wait(10)
+    return th
+
+
+def test_a_timed_out_read_backs_off_and_retries(table: Any) -> None:
+    src = Source(ServerURL.parse(table.url), timeout=0.3)
+    try:
+        held = _hold_lock(table, 1.2)
+        t0 = time.monotonic()
+        rows, _ = src.read("SELECT COUNT(*) FROM verify_src.t")
+        took = time.monotonic() - t0
+        held.join()
+    finally:
+        src.close()
+    # the first try times out after 0.3 s, the next comes after a 1 s pause (2 s after
+    # that), and one of them passes once the lock is gone at 1.2 s
+    assert int(rows[0][0]) == 50
+    assert src.timeouts >= 1 and took >= 1.2, (src.timeouts, took)
+
+
+def test_a_read_that_keeps_timing_out_fails_with_a_hint(table: Any) -> None:
+    src = Source(ServerURL.parse(table.url), timeout=0.2, retries=1)
+    try:
+        held = _hold_lock(table, 2.0)  # > 0.2 + 1 + 0.2 s
+        with pytest.raises(VerifyError) as err:
+            src.read("SELECT COUNT(*) FROM verify_src.t")
+        held.join()
+    finally:
+        src.close()
+    assert src.timeouts == 2
+    assert "timed out 2 times (0.2 s each)" in str(err.value)
+    assert "--chunk-size" in str(err.value.hint)
