@@ -130,7 +130,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 10_000,
         workdir: Path | None = None, echo: Callable[[str], None] = print, keep: bool = False,
         master: str = "local[2]", warmup: bool = True) -> dict[str, Any]:
-    from ..devserver import DevServer
+    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
     from ..verify import verify
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="time the JVM's first (code-generating) runs too")
     args = ap.parse_args(argv)
-    from ..logs import setup
+    from ..cli.logs import setup
 
     setup()
     doc = run(args.scale, args.seed, args.repeat, args.chunk_size,
