@@ -39,6 +39,8 @@ chunked by a hash of the key."""
 _INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
 _TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
          "json", "time"}
+_SERVER_TEXT = {"uuid", "inet6", "inet4"}
+"""MariaDB's fixed-binary types, which binlake lands as the server's text form."""
 _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _GEOMETRY = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
              "multipolygon", "geometrycollection", "geomcollection"}
@@ -75,12 +77,14 @@ def column_kind(name: str, data_type: str, charset: str | None) -> str:
         if t in ("char", "varchar") and str(charset or "").lower() == "binary":
             return "binary"
         return "text"
+    if t in _SERVER_TEXT:
+        return "text"
     if t in _BINARY:
         return "binary"
     if t in _GEOMETRY:
         return "geometry"
     raise VerifyError(f"column {name}: type {data_type} is not supported by verify",
-                      hint="binlake does not land it exactly (UUID, INET, VECTOR)")
+                      hint="binlake does not land it exactly (e.g. VECTOR)")
 
 
 def q(name: str) -> str:
@@ -123,7 +127,7 @@ def value_sql(col: Column) -> str:
         return f"HEX({x})"
     if k == "geometry":
         return f"CONCAT(ST_SRID({x}), ':', HEX(ST_AsBinary({x})))"
-    if col.data_type == "time":
+    if col.data_type == "time" or col.data_type in _SERVER_TEXT:
         return f"CAST({x} AS CHAR)"
     return f"CONVERT({x} USING utf8mb4)"
 
