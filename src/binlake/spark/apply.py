@@ -578,22 +578,45 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
     key move).
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType, StringType
 
     spec, keys, cols = plan.spec, plan.keys, plan.cols
     need = list(dict.fromkeys([*keys, *cols]))
     js = image_schema(spec, need)
     op = F.col("op")
-    x = part.where(op.isin(*ROW_OPS)).select(
-        op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
-        F.from_json("before", js).alias("_b"), F.from_json("after", js).alias("_a"),
-        F.when(op == "update", F.json_object_keys("after")).alias("_ak"),
-        F.when(op == "update", F.json_object_keys("before")).alias("_bk"))
+    rows = part.where(op.isin(*ROW_OPS))
+    if all(isinstance(f.dataType, StringType) for f in js.fields):
+        # Every field is read as its JSON text: parse each image once, as a map, which
+        # gives both the values (the same text a struct field would get) and which columns
+        # the image holds (minimal images).
+        text = MapType(StringType(), StringType())
+        x = rows.select(op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
+                        F.from_json("before", text).alias("_b"),
+                        F.from_json("after", text).alias("_a"))
+
+        def raw(img: str, name: str) -> "Column":
+            return F.col(img).getItem(name)
+
+        def has(img: str, name: str) -> "Column":
+            return F.coalesce((op == "update") & F.map_contains_key(img, name), F.lit(False))
+    else:  # nested fields (geometry, vector) need the struct schema
+        x = rows.select(
+            op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
+            F.from_json("before", js).alias("_b"), F.from_json("after", js).alias("_a"),
+            F.when(op == "update", F.json_object_keys("before")).alias("_bk"),
+            F.when(op == "update", F.json_object_keys("after")).alias("_ak"))
+
+        def raw(img: str, name: str) -> "Column":
+            return F.col(img).getField(name)
+
+        def has(img: str, name: str) -> "Column":
+            return F.coalesce(F.array_contains(f"{img}k", name), F.lit(False))
 
     def tv(img: str, name: str) -> "Column":
-        return typed_value(F.col(img).getField(name), spec.column(name), zero_dates)
+        return typed_value(raw(img, name), spec.column(name), zero_dates)
 
     def in_after(name: str) -> "Column":
-        return F.coalesce(F.array_contains("_ak", name), F.lit(False))
+        return has("_a", name)
 
     old_key = [tv("_b", k).alias(f"_k{j}") for j, k in enumerate(keys)]
     new_key = [F.when(op == "insert", tv("_a", k)).when(in_after(k), tv("_a", k))
@@ -611,7 +634,7 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
     out += [F.col("_seq"), F.col("_ts"), F.col("_kind"),
             (is_del | (op == "insert") | F.col("_moved")).alias("_reset")]
     for i, c in enumerate(cols):
-        in_before = F.coalesce(F.array_contains("_bk", c), F.lit(False))
+        in_before = has("_b", c)
         value = F.when(F.col("_moved") & ~in_after(c), tv("_b", c)).otherwise(tv("_a", c))
         present = (op == "insert") | in_after(c) | (F.col("_moved") & in_before)
         out += [F.when(~is_del, value).alias(f"_c{i}"),
