@@ -578,7 +578,7 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
     key move).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType, StringType
+    from pyspark.sql.types import StringType
 
     spec, keys, cols = plan.spec, plan.keys, plan.cols
     need = list(dict.fromkeys([*keys, *cols]))
@@ -589,7 +589,7 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
         # Every field is read as its JSON text: parse each image once, as a map, which
         # gives both the values (the same text a struct field would get) and which columns
         # the image holds (minimal images).
-        text = MapType(StringType(), StringType())
+        text = "map<string,string>"
         x = rows.select(op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
                         F.from_json("before", text).alias("_b"),
                         F.from_json("after", text).alias("_a"))
