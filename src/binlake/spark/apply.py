@@ -227,9 +227,10 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
             trunc = tuple(row["trunc"]) if row["trunc"] is not None else None
 
             def job(session: "SparkSession", spec: TableSpec = spec, part: "DataFrame" = part,
-                    trunc: tuple[int, ...] | None = trunc, deletes: bool = bool(row["deletes"])
-                    ) -> None:
-                _apply_table(session, part, batch_id, config, spec, trunc, deletes)
+                    trunc: tuple[int, ...] | None = trunc, deletes: bool = bool(row["deletes"]),
+                    dels: bool = bool(row["dels"])) -> None:
+                _apply_table(session, part, batch_id, config, spec, trunc, deletes,
+                             row_deletes=dels)
 
             jobs.append(([key], job))
             result.tables.append(f"{schema}.{table}")
@@ -257,8 +258,9 @@ def _check_config(config: ApplyConfig) -> None:
 
 
 def _batch_stats(changes: "DataFrame") -> list[Any]:
-    """Per (schema, table): last TRUNCATE seq, whether it has updates/deletes, row and ddl
-    presence, record count, newest ts, and its first statement-logged DML (if any).
+    """Per (schema, table): last TRUNCATE seq, whether it has updates or deletes, whether it
+    has deletes, row and ddl presence, record count, newest ts, and its first
+    statement-logged DML (if any).
 
     One Spark job for everything the driver needs to plan the batch (each job costs a
     scheduling round trip that dominates small batches).
@@ -271,6 +273,7 @@ def _batch_stats(changes: "DataFrame") -> list[Any]:
             .groupBy("schema", "table")
             .agg(F.max(F.when(op == "truncate", F.col("seq"))).alias("trunc"),
                  F.max(op.isin("update", "delete")).alias("deletes"),
+                 F.max(op == "delete").alias("dels"),
                  F.max(op.isin(*ROW_OPS, "truncate")).alias("rows"),
                  F.max(op == "ddl").alias("ddl"),
                  F.count(F.when(~stmt, F.lit(1))).alias("n"),
@@ -514,9 +517,10 @@ def target_schema(spec: TableSpec, plan: _Plan, opts: TableOptions, seq_type: An
 
 def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config: ApplyConfig,
                  spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool,
-                 app_id: str | None = None) -> None:
+                 app_id: str | None = None, row_deletes: bool = False) -> None:
     """Apply one table's rows (all in `spec`'s shape) with one MERGE committed as txn
     (app_id, batch_id); `app_id` defaults to the config's (segments between DDL use their own).
+    `row_deletes`: `part` holds deletes, so its tombstones are written without looking first.
 
     `part` may hold the same change twice (at-least-once inputs). SCD1 folds each key to its
     newest change, which duplicates do not alter, so it skips the shuffle that would drop
@@ -562,7 +566,7 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
             _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
     if tombstones:
         _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc, config, batch_id,
-                          app_id)
+                          app_id, check_empty=not row_deletes)
 
 
 def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
@@ -574,22 +578,45 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
     key move).
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
 
     spec, keys, cols = plan.spec, plan.keys, plan.cols
     need = list(dict.fromkeys([*keys, *cols]))
     js = image_schema(spec, need)
     op = F.col("op")
-    x = part.where(op.isin(*ROW_OPS)).select(
-        op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
-        F.from_json("before", js).alias("_b"), F.from_json("after", js).alias("_a"),
-        F.when(op == "update", F.json_object_keys("after")).alias("_ak"),
-        F.when(op == "update", F.json_object_keys("before")).alias("_bk"))
+    rows = part.where(op.isin(*ROW_OPS))
+    if all(isinstance(f.dataType, StringType) for f in js.fields):
+        # Every field is read as its JSON text: parse each image once, as a map, which
+        # gives both the values (the same text a struct field would get) and which columns
+        # the image holds (minimal images).
+        text = "map<string,string>"
+        x = rows.select(op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
+                        F.from_json("before", text).alias("_b"),
+                        F.from_json("after", text).alias("_a"))
+
+        def raw(img: str, name: str) -> "Column":
+            return F.col(img).getItem(name)
+
+        def has(img: str, name: str) -> "Column":
+            return F.coalesce((op == "update") & F.map_contains_key(img, name), F.lit(False))
+    else:  # nested fields (geometry, vector) need the struct schema
+        x = rows.select(
+            op, F.col("seq").alias("_seq"), F.col("ts").alias("_ts"),
+            F.from_json("before", js).alias("_b"), F.from_json("after", js).alias("_a"),
+            F.when(op == "update", F.json_object_keys("before")).alias("_bk"),
+            F.when(op == "update", F.json_object_keys("after")).alias("_ak"))
+
+        def raw(img: str, name: str) -> "Column":
+            return F.col(img).getField(name)
+
+        def has(img: str, name: str) -> "Column":
+            return F.coalesce(F.array_contains(f"{img}k", name), F.lit(False))
 
     def tv(img: str, name: str) -> "Column":
-        return typed_value(F.col(img).getField(name), spec.column(name), zero_dates)
+        return typed_value(raw(img, name), spec.column(name), zero_dates)
 
     def in_after(name: str) -> "Column":
-        return F.coalesce(F.array_contains("_ak", name), F.lit(False))
+        return has("_a", name)
 
     old_key = [tv("_b", k).alias(f"_k{j}") for j, k in enumerate(keys)]
     new_key = [F.when(op == "insert", tv("_a", k)).when(in_after(k), tv("_a", k))
@@ -607,7 +634,7 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
     out += [F.col("_seq"), F.col("_ts"), F.col("_kind"),
             (is_del | (op == "insert") | F.col("_moved")).alias("_reset")]
     for i, c in enumerate(cols):
-        in_before = F.coalesce(F.array_contains("_bk", c), F.lit(False))
+        in_before = has("_b", c)
         value = F.when(F.col("_moved") & ~in_after(c), tv("_b", c)).otherwise(tv("_a", c))
         present = (op == "insert") | in_after(c) | (F.col("_moved") & in_before)
         out += [F.when(~is_del, value).alias(f"_c{i}"),
@@ -646,10 +673,13 @@ def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructTyp
 
 def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
                       seq_type: Any, trunc: tuple[int, ...] | None, config: ApplyConfig,
-                      batch_id: int, app_id: str) -> None:
+                      batch_id: int, app_id: str, check_empty: bool = True) -> None:
     """Append net deletes (and a TRUNCATE marker) with their seq: a blind append, one commit,
-    none when there is nothing to append (`net` is small and usually materialized).
+    one small file (`net` is small and usually materialized).
 
+    `check_empty`: the batch may hold no net delete (updates only, where just a key move
+    leaves one), so look first and commit nothing when there is none; without it (the batch
+    deletes rows) the append goes ahead, empty at worst. The first append creates the table.
     Appending is cheaper than a MERGE; readers only ask "is there a tombstone at or after
     this seq", which duplicates do not change. `compact_tombstones` rewrites the table.
     """
@@ -659,16 +689,20 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     src = net.where(F.col("_kind") == "delete").select(
         *[F.col(f"_k{j}").alias(k) for j, k in enumerate(plan.keys)],
         F.col("_seq").alias(SEQ_COL), F.lit(False).alias(TRUNCATE_COL))
-    if trunc is None and src.isEmpty():
+    if trunc is None and check_empty and src.isEmpty():
         return  # updates that moved no key and deleted nothing net: no commit at all
-    ensure_table(spark, path, schema, config.table_properties())
     if trunc is not None:
         marker = spark.range(1).select(
             *[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields[:len(plan.keys)]],
             _seq_lit(trunc).alias(SEQ_COL), F.lit(True).alias(TRUNCATE_COL))
         src = src.unionByName(marker)
-    (src.write.format("delta").mode("append")
-     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    src = src.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+    writer = src.coalesce(1).write.format("delta").mode("append")
+    if path not in _KNOWN and not _is_delta(spark, path):
+        # `delta.*` writer options become table properties when the write creates the table
+        writer = writer.options(**config.table_properties())
+    writer.option("txnAppId", app_id).option("txnVersion", batch_id).save(path)
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
 def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,

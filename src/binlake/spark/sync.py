@@ -129,6 +129,11 @@ class SyncState:
         atomic_write_text(self.path, json.dumps(self.data, indent=1))
 
 
+SYNC_PARTITION_BYTES = 8 << 20
+"""Binlog bytes above which a batch's range is split between readers (the source's
+`partitionBytes`)."""
+
+
 def schema_history_path(warehouse: Path) -> Path:
     """The stream's schema history, beside its checkpoint."""
     return warehouse / "_binlake" / "schema_history.json"
@@ -387,6 +392,9 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
               .option("schemaHistory", str(schema_history_path(opts.warehouse))))
     if opts.max_rows_per_trigger:
         reader = reader.option("maxRowsPerTrigger", str(opts.max_rows_per_trigger))
+    # A backlog's range is read and decoded in Python, one core per partition: split it
+    # finely so every core reads (a split costs a connection and a seek).
+    reader = reader.option("partitionBytes", str(SYNC_PARTITION_BYTES))
     lock = threading.Lock()
 
     def handle(batch: "DataFrame", batch_id: int) -> None:
