@@ -146,12 +146,12 @@ def _key(pos: str) -> tuple[int, int]:
 def _binlog_boundary(url: str) -> str:
     """The primary's binlog end as FILE:POS, a transaction boundary a stream can start at."""
     from ..replica.url import ServerURL
-    from .snapshot import _binlog_end, connect
+    from ..snapshot.server import binlog_end, connect
 
     conn = connect(ServerURL.parse(url))
     try:
         with conn.cursor() as cur:
-            f, p = _binlog_end(cur)
+            f, p = binlog_end(cur)
     finally:
         conn.close()
     return f"{f}:{p}"
@@ -228,7 +228,7 @@ class HistorySpecs:
     def shape(self, schema: str, table: str, file: str | None, pos: int) -> Any:
         """The TableSpec of a table at a binlog position (None: the history never had it)."""
         from ..schema.history import BinlogPos
-        from .typing import TableSpec
+        from ..schema.spec import TableSpec
 
         h = self.history()
         if h is None:
@@ -268,8 +268,8 @@ class BatchShapes:
 def _spec_resolver(url: str) -> Callable[[str, str], Any]:
     """Table shapes for the apply step from information_schema (the current shape)."""
     from ..replica.url import ServerURL
-    from .snapshot import connect
-    from .typing import read_table_spec
+    from ..schema.spec import read_table_spec
+    from ..snapshot.server import connect
 
     server = ServerURL.parse(url)
 
@@ -299,7 +299,8 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     """Take and apply the initial snapshot once; returns its row count."""
     from pyspark.sql import functions as F
 
-    from .snapshot import ROW_OP, read_snapshot
+    from ..snapshot.watermarks import ROW_OP
+    from .snapshot import read_snapshot
 
     # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
     extra: dict[str, Any] = {"noKeyPolicy": "error"}

@@ -8,7 +8,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from ...schema import ddl as sqlddl
-from ..typing import BINARY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES, ColumnSpec
+from ...schema.spec import BINARY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES, ColumnSpec
 from .statement import Added
 
 
