@@ -31,8 +31,10 @@ class ChunkResult:
     high: tuple[str, int]
     high_gtid: str | None
     ts: int
-    rows: dict[tuple[Any, ...], str] = field(default_factory=dict)
-    full_rows: list[str] = field(default_factory=list)
+    rows: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    """Key -> the row's after image as JSON text (or, read with `raw`, the SELECT's value
+    tuple when the backfill did not replace it)."""
+    full_rows: list[Any] = field(default_factory=list)
     """Rows of a keyless table (duplicates allowed)."""
     backfilled: int = 0
     """Binlog row changes of the table replayed between LOW and HIGH."""
@@ -128,10 +130,13 @@ def _ddl_touches(text: str, default_schema: str, t: SnapshotTable) -> bool:
 
 
 def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
-               after_select: Callable[[], None] | None = None) -> ChunkResult:
+               after_select: Callable[[], None] | None = None, raw: bool = False) -> ChunkResult:
     """LOW, SELECT, HIGH, backfill: the chunk's rows as of HIGH (see the module notes).
 
     `after_select` runs between the SELECT and HIGH (tests use it to write into the window).
+    `raw`: keep the SELECT's rows as the raw value tuples (`RowFormatter.names` order) instead
+    of JSON text, for a reader that types them itself; rows the backfill wrote are JSON text
+    either way (`ChunkResult.rows`).
     """
     if isinstance(url, str):
         url = ServerURL.parse(url)
@@ -150,7 +155,7 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
                 if got != fmt.names:
                     raise SnapshotError(f"{t.name}: the table now has columns {got}, the plan "
                                         f"had {fmt.names}", hint="run the snapshot again")
-                raw = cur.fetchall()
+                rows = cur.fetchall()
             finally:
                 cur.execute("COMMIT")
             # A DDL between planning and LOW changes what the rows mean: compare the shape
@@ -172,11 +177,15 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
         conn.close()
     res = ChunkResult(chunk, low, high, gtid, ts)
     if not t.key:
-        res.full_rows = [fmt.image(r)[1] for r in raw]
+        res.full_rows = list(rows) if raw else [fmt.image(r)[1] for r in rows]
         return res
-    for r in raw:
-        k, text = fmt.image(r)
-        res.rows[k] = text
+    if raw:
+        key = fmt.key
+        res.rows.update((key(r), r) for r in rows)
+    else:
+        for r in rows:
+            k, text = fmt.image(r)
+            res.rows[k] = text
     if position_key(low) < position_key(high):
         _backfill(url, res, server_id)
     elif position_key(low) > position_key(high):

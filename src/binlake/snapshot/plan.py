@@ -30,6 +30,8 @@ class Chunk:
     """Inclusive lower bound (raw SELECT values of the key), None = unbounded."""
     hi: tuple[Any, ...] | None
     """Exclusive upper bound, None = unbounded."""
+    table_rows: int | None = None
+    """The table's COUNT(*) at planning (progress totals); None when not counted."""
 
     @property
     def mode(self) -> str:
@@ -134,24 +136,26 @@ def plan_snapshot(url: ServerURL | str, tables: str, *, chunks: int | None = Non
             out: list[Chunk] = []
             for schema, table in selected:
                 t = describe_table(cur, schema, table, keys.get(f"{schema}.{table}"), no_key)
-                bounds = _boundaries(cur, t, chunks, chunk_size) if t.chunkable else []
+                count, bounds = (_boundaries(cur, t, chunks, chunk_size) if t.chunkable
+                                 else (None, []))
                 edges: list[tuple[Any, ...] | None] = [None, *bounds, None]
                 n = len(edges) - 1
                 for i in range(n):
-                    out.append(Chunk(t, i, n, len(out), edges[i], edges[i + 1]))
+                    out.append(Chunk(t, i, n, len(out), edges[i], edges[i + 1], count))
             return out
     finally:
         conn.close()
 
 
 def _boundaries(cur: Any, t: SnapshotTable, chunks: int | None,
-                chunk_size: int) -> list[tuple[Any, ...]]:
+                chunk_size: int) -> tuple[int, list[tuple[Any, ...]]]:
+    """The table's row count and the chunks' inner boundaries."""
     table = f"{quote_name(t.schema)}.{quote_name(t.table)}"
     count = int(query_rows(cur, f"SELECT COUNT(*) FROM {table}")[0][0])
     n = chunks if chunks is not None else max(1, math.ceil(count / chunk_size))
     n = max(1, min(n, count))
     if n == 1:
-        return []
+        return count, []
     step = math.ceil(count / n)
     cols = [t.spec.column(k) for k in t.key]
     select = ", ".join(select_expr(c) for c in cols)
@@ -165,4 +169,4 @@ def _boundaries(cur: Any, t: SnapshotTable, chunks: int | None,
         if not row:
             break  # rows were deleted since COUNT(*): fewer, still complete chunks
         bounds.append(tuple(f(v) for f, v in zip(lits, row[0])))
-    return bounds
+    return count, bounds

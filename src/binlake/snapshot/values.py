@@ -96,6 +96,10 @@ class RowFormatter:
         self._fns = [fragment_fn(c, t.mariadb) for c in cols]
         self._key_idx = [self.names.index(k) for k in t.key]
 
+    def key(self, raw: Sequence[Any]) -> tuple[Any, ...]:
+        """The row's key as the JSON values a binlog image of it carries."""
+        return tuple(json.loads(self._fns[i](raw[i])) for i in self._key_idx)
+
     def image(self, raw: Sequence[Any]) -> tuple[tuple[Any, ...], str]:
         frags = [p + ("null" if v is None else f(v))
                  for p, f, v in zip(self._prefix, self._fns, raw)]

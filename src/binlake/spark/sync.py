@@ -296,16 +296,11 @@ def _bootstrap_history(opts: SyncOptions, path: Path) -> str:
 
 def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
                  config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
-    """Take and apply the initial snapshot once; returns its row count."""
-    from pyspark.sql import functions as F
+    """Take and apply the initial snapshot once; returns its row count.
 
-    from ..snapshot.watermarks import ROW_OP
-    from .snapshot import read_snapshot
-
-    # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
-    extra: dict[str, Any] = {"noKeyPolicy": "error"}
-    if opts.chunk_size:
-        extra["chunkSize"] = opts.chunk_size
+    New SCD1 tables (the usual first sync) take the direct way (`snapshot_rows`: typed rows,
+    one job and one commit per table); anything else (SCD2, the change log, a table left by
+    an earlier attempt) goes through the CDC source and `apply_batch`."""
     history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
@@ -318,21 +313,78 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
         else:
             planned = _binlog_boundary(opts.url)
         try:
-            log.info("snapshot: reading the tables", extra={"tables": opts.tables})
-            with Ticker("snapshot read"):
-                df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+            if _direct(spark, opts, config):
+                rows = _snapshot_direct(spark, opts, state, config, planned)
+            else:
+                rows = _snapshot_via_apply(spark, opts, state, config, specs, planned)
             break
         except Exception as exc:  # Spark wraps the executor's SnapshotError
             if tries == SNAPSHOT_RETRIES or not _shape_changed(exc):
                 raise
             log.warning("a table changed shape during the snapshot; taking it again",
                         extra={"attempt": tries})
+    state.data["pending"] = False
+    state.data["snapshot_done"] = True
+    state.data["stream_start"] = min(state.data["attempts"], key=_key)
+    state.save()
+    return rows
+
+
+def _direct(spark: "SparkSession", opts: SyncOptions, config: ApplyConfig) -> bool:
+    """Whether the snapshot can write its tables directly (`snapshot_rows`): SCD1, no change
+    log, and no table of the sync in the warehouse yet."""
+    if config.change_log or opts.scd_type != 1 or config.tables:
+        return False
+    root = opts.warehouse
+    return not any(p.is_dir() and p.name != "_binlake" and any(p.iterdir())
+                   for p in root.iterdir()) if root.is_dir() else True
+
+
+def _start_attempt(state: SyncState, start: str) -> int:
+    """Record an attempt's stream start before anything is written (a crash after this
+    still streams from it); returns the attempt's number."""
     attempt = len(state.data["attempts"])
-    high = f"{wm.stream_start.file}:{wm.stream_start.pos}"
-    start = min(planned, high, key=_key)
     state.data["attempts"].append(start)
     state.data["pending"] = True
-    state.save()  # before applying: a crash now still streams from this watermark
+    state.save()
+    return attempt
+
+
+def _snapshot_direct(spark: "SparkSession", opts: SyncOptions, state: SyncState,
+                     config: ApplyConfig, planned: str) -> int:
+    from ..snapshot.plan import DEFAULT_CHUNK_SIZE, plan_snapshot
+    from .snapshot import DEFAULT_SERVER_ID_BASE
+    from .snapshot_rows import write_tables
+
+    chunks = plan_snapshot(opts.url, opts.tables, chunk_size=opts.chunk_size or DEFAULT_CHUNK_SIZE,
+                           no_key="error")  # Delta MERGE needs a key: refused here, loudly
+    attempt = _start_attempt(state, planned)  # every chunk's LOW is after `planned`
+    log.info("snapshot: reading and writing the tables",
+             extra={"tables": len({c.table.name for c in chunks}), "chunks": len(chunks)})
+    app_id = f"{state.data['app_id']}-snapshot-{attempt}"
+    with Ticker("snapshot"):
+        done = write_tables(spark, opts.url, chunks, config, app_id,
+                            server_id_base=DEFAULT_SERVER_ID_BASE)
+    return sum(done.values())
+
+
+def _snapshot_via_apply(spark: "SparkSession", opts: SyncOptions, state: SyncState,
+                        config: ApplyConfig, specs: Callable[[str, str], Any],
+                        planned: str) -> int:
+    from pyspark.sql import functions as F
+
+    from ..snapshot.watermarks import ROW_OP
+    from .snapshot import read_snapshot
+
+    # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
+    extra: dict[str, Any] = {"noKeyPolicy": "error"}
+    if opts.chunk_size:
+        extra["chunkSize"] = opts.chunk_size
+    log.info("snapshot: reading the tables", extra={"tables": opts.tables})
+    with Ticker("snapshot read"):
+        df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+    high = f"{wm.stream_start.file}:{wm.stream_start.pos}"
+    attempt = _start_attempt(state, min(planned, high, key=_key))
     # A snapshot reads each key once: a table it creates takes its rows as they are.
     snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}",
                           inserts_only=True)
@@ -340,10 +392,6 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     log.info("snapshot read; writing the Delta tables", extra={"rows": rows})
     with Ticker("snapshot write", note=lambda: {"rows": rows}):
         apply_batch(spark, df, 0, snap_config, specs)
-    state.data["pending"] = False
-    state.data["snapshot_done"] = True
-    state.data["stream_start"] = min(state.data["attempts"], key=_key)
-    state.save()
     return rows
 
 
