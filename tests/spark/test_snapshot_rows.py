@@ -99,15 +99,24 @@ def test_typed_rows_equal_the_json_typing(spark: Any, mariadb: Any, types_table:
 
 
 def test_sync_snapshot_writes_each_table_once(spark: Any, mariadb: Any, types_table: str,
-                                              tmp_path: Path) -> None:
+                                              tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
     """`binlake sync`'s first snapshot takes the direct way: one commit per table (the txn
-    of the snapshot attempt), its rows equal to the source's."""
+    of the snapshot attempt), its rows equal to the source's; without a terminal its
+    progress and the catch-up's are log lines."""
+    import logging
+
     from binlake.spark.sync import SyncOptions, run_sync
 
     wh = tmp_path / "wh"
-    rep = run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.{types_table}", warehouse=wh,
-                               once=True), spark)
+    with caplog.at_level(logging.INFO, logger="binlake.sync"):
+        rep = run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.{types_table}",
+                                   warehouse=wh, once=True), spark)
     assert rep.snapshot_rows == 3
+    done = {r.getMessage(): vars(r) for r in caplog.records if r.getMessage().endswith(" done")}
+    snap = done["snapshot done"]
+    assert (snap["meter"], snap["done"], snap["total"]) == (f"{DB}.{types_table}", 3, 3)
+    assert done["catch-up done"]["unit"] == "changes"  # the last of the catch-up's meters
     path = str(wh / DB / types_table)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
     assert [h["operation"] for h in history] == ["WRITE"]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
+from ..progress import Progress
 from .apply import ApplyConfig, TableOptions, apply_batch
 from .arrow import file_index
 from .metrics import SyncMetrics
@@ -362,9 +363,12 @@ def _snapshot_direct(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     log.info("snapshot: reading and writing the tables",
              extra={"tables": len({c.table.name for c in chunks}), "chunks": len(chunks)})
     app_id = f"{state.data['app_id']}-snapshot-{attempt}"
-    with Ticker("snapshot"):
+    shown = Progress("snapshot", log)
+    with shown:
         done = write_tables(spark, opts.url, chunks, config, app_id,
-                            server_id_base=DEFAULT_SERVER_ID_BASE)
+                            server_id_base=DEFAULT_SERVER_ID_BASE,
+                            on_table=lambda t: shown.meter(t.name, t.total, "rows",
+                                                           lambda m, t=t: t.rows_done()))
     return sum(done.values())
 
 
@@ -393,6 +397,76 @@ def _snapshot_via_apply(spark: "SparkSession", opts: SyncOptions, state: SyncSta
     with Ticker("snapshot write", note=lambda: {"rows": rows}):
         apply_batch(spark, df, 0, snap_config, specs)
     return rows
+
+
+class CatchUp:
+    """Binlog bytes a catch-up has behind it and ahead of it: from where the stream resumed
+    (`start`) to the last applied batch's end (`at`) and to the primary's end now."""
+
+    REFRESH = 5.0
+    """Seconds between asks for the primary's binlog files."""
+
+    def __init__(self, url: str, checkpoint: Path, stream_start: str | None) -> None:
+        self.url = url
+        self.start = _last_offset(checkpoint) or _parse_pos(stream_start)
+        self.at: tuple[str, int] | None = self.start
+        self._sizes: list[tuple[str, int]] = []
+        self._asked = 0.0
+
+    def _offset(self, pos: tuple[str, int]) -> int | None:
+        """Bytes from the first listed binlog file's start to `pos`."""
+        total = 0
+        for name, size in self._sizes:
+            if name == pos[0]:
+                return total + pos[1]
+            total += size
+        return None
+
+    def bytes_done(self, meter: Any) -> float:
+        """Bytes applied since `start`; sets the meter's total to the bytes up to the end."""
+        if time.monotonic() - self._asked >= self.REFRESH:
+            self._asked = time.monotonic()
+            self._sizes = _binlog_sizes(self.url)
+        if self.start is None:  # "latest": starts at the end seen first
+            if not self._sizes:
+                return 0
+            self.start = self.at = (self._sizes[-1][0], self._sizes[-1][1])
+        base = self._offset(self.start)
+        if base is None or not self._sizes:
+            return meter.done
+        end = sum(size for _, size in self._sizes)
+        meter.total = max(0, end - base)
+        now = self._offset(self.at) if self.at is not None else None
+        return max(0, (now if now is not None else base) - base)
+
+
+def _parse_pos(text: str | None) -> tuple[str, int] | None:
+    if not text or ":" not in text:
+        return None
+    file, _, pos = text.rpartition(":")
+    return (file, int(pos)) if pos.isdigit() else None
+
+
+def _last_offset(checkpoint: Path) -> tuple[str, int] | None:
+    """The end offset of the newest batch in Spark's offset log, if any."""
+    try:
+        ids = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    except OSError:
+        return None
+    return batch_end(checkpoint, max(ids)) if ids else None
+
+
+def _binlog_sizes(url: str) -> list[tuple[str, int]]:
+    """(file, size) of the primary's binlog files, oldest first (SHOW BINARY LOGS)."""
+    from ..replica.url import ServerURL
+    from ..snapshot.server import connect, query_rows
+
+    conn = connect(ServerURL.parse(url))
+    try:
+        with conn.cursor() as cur:
+            return [(str(r[0]), int(r[1])) for r in query_rows(cur, "SHOW BINARY LOGS")]
+    finally:
+        conn.close()
 
 
 def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
@@ -441,6 +515,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     def handle(batch: "DataFrame", batch_id: int) -> None:
         t0 = time.monotonic()
         end = batch_end(ckpt, batch_id)
+        catch_up.at = end or catch_up.at
         # Shapes at the batch's end (the offset log is written before the batch runs).
         result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
         if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
@@ -469,6 +544,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
               .option("checkpointLocation", str(ckpt)))
     writer = writer.trigger(availableNow=True) if opts.once else \
         writer.trigger(processingTime=f"{opts.trigger_seconds} seconds")
+    catch_up = CatchUp(opts.url, ckpt, state.data["stream_start"])
     query = writer.start()
     stop = threading.Event()
 
@@ -481,15 +557,19 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     try:
         try:
             last = time.monotonic()
-            while query.isActive and not stop.is_set():
-                query.awaitTermination(0.5)
-                if time.monotonic() - last >= PROGRESS_EVERY:
-                    last = time.monotonic()
-                    status = query.status
-                    if status.get("isTriggerActive"):
-                        with lock:
-                            done = {"batches": report.batches, "rows": report.rows}
-                        log.info("catching up", extra={"status": status.get("message"), **done})
+            shown = Progress("catch-up", log)
+            shown.meter("binlog", unit="B", poll=catch_up.bytes_done)
+            shown.meter("changes", unit="changes", poll=lambda m: report.rows)
+            with shown:
+                while query.isActive and not stop.is_set():
+                    query.awaitTermination(0.5)
+                    if not shown.tty and time.monotonic() - last >= PROGRESS_EVERY:
+                        last = time.monotonic()
+                        status = query.status
+                        if status.get("isTriggerActive"):
+                            with lock:
+                                done = {"batches": report.batches, "rows": report.rows}
+                            log.info("catching up", extra={"status": status.get("message"), **done})
             if stop.is_set() and query.isActive:
                 query.stop()  # graceful: the running batch finishes or is replayed exactly once
             exc = query.exception()
