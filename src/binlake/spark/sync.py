@@ -515,9 +515,9 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     def handle(batch: "DataFrame", batch_id: int) -> None:
         t0 = time.monotonic()
         end = batch_end(ckpt, batch_id)
-        catch_up.at = end or catch_up.at
         # Shapes at the batch's end (the offset log is written before the batch runs).
         result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
+        catch_up.at = end or catch_up.at  # applied: its bytes are done
         if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
             # Fault injection for the crash tests: die after the Delta commits, before Spark
             # records the batch as done, so the restart replays a batch already applied.
