@@ -18,10 +18,11 @@ import pytest
 pytest.importorskip("pyspark")
 
 from binlake.spark.apply import (
-    ApplyConfig, ApplyError, TableOptions, _plan, apply_batch, change_log_path, foreach_batch,
+    ApplyConfig, ApplyError, TableOptions, apply_batch, change_log_path, foreach_batch,
     table_path, tombstone_path,
 )
-from binlake.spark.typing import ColumnSpec, TableSpec, read_table_spec
+from binlake.schema.spec import ColumnSpec, TableSpec, read_table_spec
+from binlake.spark.tables import plan_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -187,14 +188,14 @@ def delta_versions(path: str) -> int:
 
 def test_column_selection_and_tracked_columns() -> None:
     spec = TableSpec("s", "t", tuple(ColumnSpec(n, "int") for n in ("id", "a", "b", "c")), ("id",))
-    plan = _plan(spec, TableOptions(columns=("a", "b"), track_history_except=("b",)))
+    plan = plan_table(spec, TableOptions(columns=("a", "b"), track_history_except=("b",)))
     assert (plan.keys, plan.cols, plan.tracked) == (["id"], ["id", "a", "b"], ["a"])
-    plan = _plan(spec, TableOptions(keys=("a",), except_columns=("a", "c")))
+    plan = plan_table(spec, TableOptions(keys=("a",), except_columns=("a", "c")))
     assert (plan.keys, plan.cols) == (["a"], ["id", "a", "b"])  # keys are never dropped
     with pytest.raises(ApplyError, match="no primary key"):
-        _plan(TableSpec("s", "nopk", spec.columns), TableOptions())
+        plan_table(TableSpec("s", "nopk", spec.columns), TableOptions())
     with pytest.raises(ApplyError, match="do not exist"):
-        _plan(spec, TableOptions(keys=("nope",)))
+        plan_table(spec, TableOptions(keys=("nope",)))
 
 
 def test_batches_apply_like_mariadb(spark: Any, workload: Workload, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ pytest.importorskip("pyspark")
 from binlake.spark.apply import (
     ApplyConfig, ApplyError, TableOptions, apply_batch, table_path, tombstone_path,
 )
-from binlake.spark.typing import read_table_spec
+from binlake.schema.spec import read_table_spec
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -20,7 +20,13 @@ pytest.importorskip("pyspark")
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
-from binlake.spark import snapshot as S
+from binlake.snapshot.chunks import _ShapeGuard, read_chunk
+from binlake.snapshot.plan import plan_snapshot
+from binlake.snapshot.server import SnapshotError, connect
+from binlake.snapshot.tables import describe_table
+from binlake.snapshot.values import RowFormatter
+from binlake.snapshot.watermarks import ROW_OP, SnapshotWatermarks
+from binlake.spark.snapshot import NAME, SnapshotDataSource, read_snapshot
 from binlake.spark.arrow import iter_cdc_batches
 
 pytestmark = pytest.mark.spark
@@ -39,11 +45,11 @@ def table_state(url: str, table: str, key: tuple[str, ...] | None = None
                 ) -> dict[tuple[Any, ...], str] | Counter[str]:
     """The table now, as JSON images formatted like the snapshot (and the binlog path)."""
     u = ServerURL.parse(url)
-    conn = S.connect(u)
+    conn = connect(u)
     try:
         with conn.cursor() as cur:
-            t = S.describe_table(cur, DB, table, key)
-            fmt = S.RowFormatter(t)
+            t = describe_table(cur, DB, table, key)
+            fmt = RowFormatter(t)
             cur.execute(f"SELECT {fmt.select_list} FROM `{DB}`.`{table}`")
             images = [fmt.image(r) for r in cur.fetchall()]
     finally:
@@ -85,7 +91,7 @@ def key_events(row: dict[str, Any], key: tuple[str, ...]
 
 
 def snapshot_rows(rows: list[dict[str, Any]], table: str) -> list[dict[str, Any]]:
-    return [r for r in rows if r["table"] == table and r["op"] == S.ROW_OP]
+    return [r for r in rows if r["table"] == table and r["op"] == ROW_OP]
 
 
 def apply_max_seq(snap: list[dict[str, Any]], changes: list[dict[str, Any]],
@@ -103,7 +109,7 @@ def apply_max_seq(snap: list[dict[str, Any]], changes: list[dict[str, Any]],
 
 
 def apply_filtered(snap: list[dict[str, Any]], changes: list[dict[str, Any]],
-                   key: tuple[str, ...], wm: S.SnapshotWatermarks, table: str
+                   key: tuple[str, ...], wm: SnapshotWatermarks, table: str
                    ) -> tuple[dict[tuple[Any, ...], str], int]:
     """DBLog order: snapshot first, then the stream in order, dropping covered key changes."""
     state = {tuple(json.loads(r["after"])[k] for k in key): r["after"] for r in snap}
@@ -192,7 +198,7 @@ class Writer(threading.Thread):
 
 @pytest.fixture(scope="module")
 def concurrent(spark: Any, mariadb: Any) -> Iterator[dict[str, Any]]:
-    spark.dataSource.register(S.SnapshotDataSource)
+    spark.dataSource.register(SnapshotDataSource)
     mariadb.sql(
         "DROP TABLE IF EXISTS snap_int, snap_comp, snap_nokey",
         "CREATE TABLE snap_int (id INT PRIMARY KEY, a INT, b VARCHAR(32), c DECIMAL(10,2), "
@@ -213,7 +219,7 @@ def concurrent(spark: Any, mariadb: Any) -> Iterator[dict[str, Any]]:
         time.sleep(0.05)
     ops_before = writer.ops
     t0 = time.monotonic()
-    df, wm = S.read_snapshot(spark, mariadb.url, f"{DB}.snap_int,{DB}.snap_comp,{DB}.snap_nokey",
+    df, wm = read_snapshot(spark, mariadb.url, f"{DB}.snap_int,{DB}.snap_comp,{DB}.snap_nokey",
                              chunks=CHUNKS)
     seconds = time.monotonic() - t0
     ops_during = writer.ops - ops_before
@@ -227,7 +233,7 @@ def concurrent(spark: Any, mariadb: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_concurrent_writer_int_key(concurrent: dict[str, Any]) -> None:
-    wm: S.SnapshotWatermarks = concurrent["wm"]
+    wm: SnapshotWatermarks = concurrent["wm"]
     url = concurrent["url"]
     assert concurrent["ops_during"] > 20, "the writer must run during the snapshot"
     chunks = wm.chunks_of(DB, "snap_int")
@@ -257,7 +263,7 @@ def test_concurrent_writer_int_key(concurrent: dict[str, Any]) -> None:
 
 
 def test_concurrent_writer_composite_key(concurrent: dict[str, Any]) -> None:
-    wm: S.SnapshotWatermarks = concurrent["wm"]
+    wm: SnapshotWatermarks = concurrent["wm"]
     chunks = wm.chunks_of(DB, "snap_comp")
     assert len(chunks) == CHUNKS and all(c.key == ("a", "b") for c in chunks)
     assert all(set(c.hi) == {"a", "b"} for c in chunks[:-1])
@@ -272,7 +278,7 @@ def test_concurrent_writer_composite_key(concurrent: dict[str, Any]) -> None:
 def test_no_primary_key_policy_full_read(concurrent: dict[str, Any]) -> None:
     """No key: one chunk read in one consistent snapshot at an exact position (LOW = HIGH,
     no backfill); the binlog after it, applied as a multiset, gives the table."""
-    wm: S.SnapshotWatermarks = concurrent["wm"]
+    wm: SnapshotWatermarks = concurrent["wm"]
     (c,) = wm.chunks_of(DB, "snap_nokey")
     assert (c.mode, c.key, c.count, c.low, c.backfilled) == ("full", (), 1, c.high, 0)
     bag = Counter(r["after"] for r in snapshot_rows(concurrent["rows"], "snap_nokey"))
@@ -291,7 +297,7 @@ def test_no_primary_key_policy_full_read(concurrent: dict[str, Any]) -> None:
 
 
 def test_chunk_count_is_the_number_of_partitions(spark: Any, concurrent: dict[str, Any]) -> None:
-    df = (spark.read.format(S.NAME).option("url", concurrent["url"])
+    df = (spark.read.format(NAME).option("url", concurrent["url"])
           .option("tables", f"{DB}.snap_int").option("chunks", 4).load())
     assert df.rdd.getNumPartitions() == 4
 
@@ -313,7 +319,7 @@ def test_backfill_reconciles_changes_between_low_and_high(mariadb: Any, url: str
     """Writes between the SELECT and HIGH: inserts, updates, deletes and key moves in and out
     of the chunk end up in it exactly as the table has them at HIGH."""
     _fresh_int_table(mariadb, "snap_window")
-    plan = S.plan_snapshot(url, f"{DB}.snap_window", chunks=4)
+    plan = plan_snapshot(url, f"{DB}.snap_window", chunks=4)
     assert [c.index for c in plan] == [0, 1, 2, 3]
     c = plan[1]
     lo, hi = c.lo[0], c.hi[0]
@@ -330,7 +336,7 @@ def test_backfill_reconciles_changes_between_low_and_high(mariadb: Any, url: str
             f"UPDATE snap_window SET n = n + 1 WHERE id BETWEEN {lo} AND {hi}",
         )
 
-    res = S.read_chunk(url, c, server_id=6449002, after_select=writes)
+    res = read_chunk(url, c, server_id=6449002, after_select=writes)
     assert res.low < res.high and res.backfilled > 0
     final = table_state(url, "snap_window")
     expected = {k: v for k, v in final.items() if lo <= k[0] < hi}
@@ -340,25 +346,25 @@ def test_backfill_reconciles_changes_between_low_and_high(mariadb: Any, url: str
 
 def test_truncate_inside_the_window_empties_the_chunk(mariadb: Any, url: str) -> None:
     _fresh_int_table(mariadb, "snap_trunc", 200)
-    plan = S.plan_snapshot(url, f"{DB}.snap_trunc", chunks=2)
+    plan = plan_snapshot(url, f"{DB}.snap_trunc", chunks=2)
     c = plan[0]
-    res = S.read_chunk(url, c, server_id=6449003, after_select=lambda: mariadb.sql(
+    res = read_chunk(url, c, server_id=6449003, after_select=lambda: mariadb.sql(
         "TRUNCATE TABLE snap_trunc", "INSERT INTO snap_trunc VALUES (0, 'a', 1), (300, 'b', 2)"))
     assert list(res.rows) == [(0,)]
 
 
 def test_ddl_inside_the_window_stops_the_chunk(mariadb: Any, url: str) -> None:
     _fresh_int_table(mariadb, "snap_ddl", 100)
-    plan = S.plan_snapshot(url, f"{DB}.snap_ddl", chunks=2)
-    with pytest.raises(S.SnapshotError, match="DDL"):
-        S.read_chunk(url, plan[0], server_id=6449004, after_select=lambda: mariadb.sql(
+    plan = plan_snapshot(url, f"{DB}.snap_ddl", chunks=2)
+    with pytest.raises(SnapshotError, match="DDL"):
+        read_chunk(url, plan[0], server_id=6449004, after_select=lambda: mariadb.sql(
             "ALTER TABLE snap_ddl ADD COLUMN extra INT DEFAULT 5"))
-    with pytest.raises(S.SnapshotError, match="columns changed"):  # and a DDL before LOW
-        S.read_chunk(url, plan[1], server_id=6449004)
-    plan = S.plan_snapshot(url, f"{DB}.snap_ddl", chunks=2)
+    with pytest.raises(SnapshotError, match="columns changed"):  # and a DDL before LOW
+        read_chunk(url, plan[1], server_id=6449004)
+    plan = plan_snapshot(url, f"{DB}.snap_ddl", chunks=2)
     mariadb.sql("ALTER TABLE snap_ddl MODIFY v VARCHAR(40) CHARACTER SET latin1")  # same names
-    with pytest.raises(S.SnapshotError, match="columns changed"):
-        S.read_chunk(url, plan[0], server_id=6449004)
+    with pytest.raises(SnapshotError, match="columns changed"):
+        read_chunk(url, plan[0], server_id=6449004)
 
 
 def test_snapshot_images_equal_binlog_images(mariadb: Any, url: str) -> None:
@@ -384,11 +390,11 @@ def test_snapshot_images_equal_binlog_images(mariadb: Any, url: str) -> None:
         "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
         "'1970-01-01 00:00:01', '1000-01-01 00:00:00', '00:00:00', '\"s\"', "
         "ST_GeomFromText('LINESTRING(0 0,1 1)'), '1000-01-01', NULL, NULL, '')")
-    (chunk,) = S.plan_snapshot(url, f"{DB}.snap_types")
-    res = S.read_chunk(url, chunk, server_id=6449005)
+    (chunk,) = plan_snapshot(url, f"{DB}.snap_types")
+    res = read_chunk(url, chunk, server_id=6449005)
     stream = BinlogStream(ServerURL.parse(url), StreamOptions(
         start=Position(*start), until_end=True, server_id=6449006,
-        tables=lambda s, t: t == "snap_types", table_resolver=S._ShapeGuard(chunk.table)))
+        tables=lambda s, t: t == "snap_types", table_resolver=_ShapeGuard(chunk.table)))
     binlog = {json.loads(r["after"])["id"]: r["after"]
               for b in iter_cdc_batches(stream.changes()) for r in b.to_pylist()}
     assert {k[0]: v for k, v in res.rows.items()} == binlog
@@ -400,10 +406,10 @@ def test_backfill_resolver_checks_a_repeated_table_map_once(mariadb: Any, url: s
     JSON column makes it copy the map), with a bounded memory of what it saw."""
     mariadb.sql("DROP TABLE IF EXISTS snap_rep",
                 "CREATE TABLE snap_rep (id INT PRIMARY KEY, j JSON, v INT)")
-    (chunk,) = S.plan_snapshot(url, f"{DB}.snap_rep")
+    (chunk,) = plan_snapshot(url, f"{DB}.snap_rep")
     start = mariadb.binlog_end()
     mariadb.sql(*(f"INSERT INTO snap_rep VALUES ({i}, '{{\"n\": {i}}}', {i})" for i in range(30)))
-    guard = S._ShapeGuard(chunk.table)
+    guard = _ShapeGuard(chunk.table)
     stream = BinlogStream(ServerURL.parse(url), StreamOptions(
         start=Position(*start), until_end=True, server_id=6449010,
         tables=lambda s, t: t == "snap_rep", table_resolver=guard))
@@ -426,20 +432,20 @@ def test_unique_not_null_key_option(mariadb: Any, url: str) -> None:
                 "alt INT NULL, v INT, UNIQUE KEY (code), UNIQUE KEY (alt))",
                 "INSERT INTO snap_uk SELECT seq, CONCAT('c', LPAD(seq, 5, '0')), seq, seq "
                 "FROM seq_1_to_400")
-    plan = S.plan_snapshot(url, f"{DB}.snap_uk", chunks=3, keys={f"{DB}.snap_uk": ["code"]})
+    plan = plan_snapshot(url, f"{DB}.snap_uk", chunks=3, keys={f"{DB}.snap_uk": ["code"]})
     assert len(plan) == 3 and plan[0].table.key == ("code",) and not plan[0].table.ordered
     out: dict[tuple[Any, ...], str] = {}
     for c in plan:
-        res = S.read_chunk(url, c, server_id=6449007, after_select=lambda: mariadb.sql(
+        res = read_chunk(url, c, server_id=6449007, after_select=lambda: mariadb.sql(
             "UPDATE snap_uk SET v = v + 1 WHERE id % 50 = 0"))
         out.update(res.rows)
     # A text key has no Python order: rows changed in a window are kept by that chunk even
     # outside its range (their state at its HIGH, still exact); the last chunk saw the last.
     assert out == table_state(url, "snap_uk", ("code",))
-    with pytest.raises(S.SnapshotError, match="allow NULL"):
-        S.plan_snapshot(url, f"{DB}.snap_uk", keys={f"{DB}.snap_uk": ["alt"]})
-    with pytest.raises(S.SnapshotError, match="UNIQUE"):
-        S.plan_snapshot(url, f"{DB}.snap_uk", keys={f"{DB}.snap_uk": ["v"]})
+    with pytest.raises(SnapshotError, match="allow NULL"):
+        plan_snapshot(url, f"{DB}.snap_uk", keys={f"{DB}.snap_uk": ["alt"]})
+    with pytest.raises(SnapshotError, match="UNIQUE"):
+        plan_snapshot(url, f"{DB}.snap_uk", keys={f"{DB}.snap_uk": ["v"]})
 
 
 def test_no_key_policy_error_and_small_tables(mariadb: Any, url: str) -> None:
@@ -448,14 +454,14 @@ def test_no_key_policy_error_and_small_tables(mariadb: Any, url: str) -> None:
                 "INSERT INTO snap_small VALUES (1), (18446744073709551615), (9007199254740993), "
                 "(9007199254740992)",
                 "CREATE TABLE snap_nk (a INT)")
-    with pytest.raises(S.SnapshotError, match="no primary key"):
-        S.plan_snapshot(url, f"{DB}.snap_nk", no_key="error")
-    assert len(S.plan_snapshot(url, f"{DB}.snap_small", chunks=10)) == 4
-    assert len(S.plan_snapshot(url, f"{DB}.snap_small", chunk_size=3)) == 2
-    plan = S.plan_snapshot(url, f"{DB}.snap_small", chunks=4)
+    with pytest.raises(SnapshotError, match="no primary key"):
+        plan_snapshot(url, f"{DB}.snap_nk", no_key="error")
+    assert len(plan_snapshot(url, f"{DB}.snap_small", chunks=10)) == 4
+    assert len(plan_snapshot(url, f"{DB}.snap_small", chunk_size=3)) == 2
+    plan = plan_snapshot(url, f"{DB}.snap_small", chunks=4)
     # bounds are exact integers: compared as doubles, 2**53 and 2**53 + 1 would be one value
     assert [c.hi for c in plan] == [(2**53,), (2**53 + 1,), (2**64 - 1,), None]
-    rows = [list(S.read_chunk(url, c, server_id=6449008).rows) for c in plan]
+    rows = [list(read_chunk(url, c, server_id=6449008).rows) for c in plan]
     assert rows == [[(1,)], [(2**53,)], [(2**53 + 1,)], [(2**64 - 1,)]]
 
 
@@ -466,9 +472,9 @@ def test_apply_step_merges_snapshot_and_stream(spark: Any, concurrent: dict[str,
     from pyspark.sql import functions as F
 
     from binlake.spark.apply import ApplyConfig, apply_batch, table_path
-    from binlake.spark.typing import read_table_spec
+    from binlake.schema.spec import read_table_spec
 
-    wm: S.SnapshotWatermarks = concurrent["wm"]
+    wm: SnapshotWatermarks = concurrent["wm"]
     stream = BinlogStream(ServerURL.parse(concurrent["url"]), StreamOptions(
         start=wm.stream_start, until_end=True, server_id=6449009,
         tables=lambda s, t: (s, t) == (DB, "snap_int")))
@@ -493,8 +499,8 @@ def test_high_right_after_a_binlog_rotation(mariadb: Any, url: str) -> None:
     """The binlog end just after a rotation is behind the new file's header events; the
     backfill's stream reaches it there (its boundary moves over header events)."""
     _fresh_int_table(mariadb, "snap_rotate", 100)
-    (c,) = S.plan_snapshot(url, f"{DB}.snap_rotate", chunks=1)
-    res = S.read_chunk(url, c, server_id=6449010, after_select=lambda: mariadb.sql(
+    (c,) = plan_snapshot(url, f"{DB}.snap_rotate", chunks=1)
+    res = read_chunk(url, c, server_id=6449010, after_select=lambda: mariadb.sql(
         "UPDATE snap_rotate SET n = -1 WHERE id = 4", "FLUSH BINARY LOGS"))
     assert res.high == mariadb.binlog_end() and res.high[1] > 4 and res.low[0] != res.high[0]
     assert json.loads(res.rows[(4,)])["n"] == -1 and res.backfilled == 1
@@ -505,8 +511,8 @@ def test_snapshot_of_an_idle_server_just_rotated(mariadb: Any, url: str) -> None
     restart or FLUSH BINARY LOGS): the chunk is read, nothing to backfill."""
     _fresh_int_table(mariadb, "snap_rotated_idle", 50)
     mariadb.sql("FLUSH BINARY LOGS")
-    (c,) = S.plan_snapshot(url, f"{DB}.snap_rotated_idle", chunks=1)
-    res = S.read_chunk(url, c, server_id=6449011)
+    (c,) = plan_snapshot(url, f"{DB}.snap_rotated_idle", chunks=1)
+    res = read_chunk(url, c, server_id=6449011)
     end = mariadb.binlog_end()
     assert res.high == end and res.low[0] == end[0] and 4 < res.low[1] <= end[1]
     assert len(res.rows) == 50 and res.backfilled == 0

@@ -307,26 +307,28 @@ def test_snapshot_backfill_on_minimal_metadata(server: Any) -> None:
     """The snapshot's backfill names MINIMAL TABLE_MAPs from the planned model (and checks
     their column types against it): writes inside a chunk's window land with the right names
     and signedness, the same rows the table has at HIGH."""
-    from binlake.spark import snapshot as S
+    from binlake.snapshot.chunks import read_chunk
+    from binlake.snapshot.plan import plan_snapshot
+    from binlake.snapshot.server import SnapshotError
 
     server.sql("DROP TABLE IF EXISTS h5",
                "CREATE TABLE h5 (id INT PRIMARY KEY, name VARCHAR(20), qty INT UNSIGNED)",
                "INSERT INTO h5 VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)")
-    (chunk,) = S.plan_snapshot(server.url, f"{DB}.h5")
+    (chunk,) = plan_snapshot(server.url, f"{DB}.h5")
 
     def writes() -> None:
         server.sql(f"INSERT INTO h5 VALUES (4, 'd', {BIG})", "UPDATE h5 SET name = 'bb' WHERE id = 2",
                    "DELETE FROM h5 WHERE id = 3")
 
-    res = S.read_chunk(server.url, chunk, server_id=6449901, after_select=writes)
+    res = read_chunk(server.url, chunk, server_id=6449901, after_select=writes)
     assert res.backfilled == 3
     assert {k: json.loads(v) for k, v in res.rows.items()} == {
         (1,): {"id": 1, "name": "a", "qty": 1}, (2,): {"id": 2, "name": "bb", "qty": 2},
         (4,): {"id": 4, "name": "d", "qty": BIG}}
     # A TABLE_MAP whose types are not the planned ones stops the chunk (no names to check).
-    (chunk,) = S.plan_snapshot(server.url, f"{DB}.h5")
-    with pytest.raises(S.SnapshotError, match="not the planned ones"):
-        S.read_chunk(server.url, chunk, server_id=6449901, after_select=lambda: server.sql(
+    (chunk,) = plan_snapshot(server.url, f"{DB}.h5")
+    with pytest.raises(SnapshotError, match="not the planned ones"):
+        read_chunk(server.url, chunk, server_id=6449901, after_select=lambda: server.sql(
             "SET SESSION sql_log_bin = 0", "ALTER TABLE h5 MODIFY qty BIGINT UNSIGNED",
             "SET SESSION sql_log_bin = 1", f"INSERT INTO h5 VALUES (5, 'e', {BIG})"))
 

@@ -12,10 +12,10 @@ pytest.importorskip("pyspark")
 
 from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
-from binlake.spark.typing import (
-    ColumnSpec, TableSpec, column_from_information_schema, image_schema, spark_type,
-    specs_from_events, typed_value,
+from binlake.schema.spec import (
+    ColumnSpec, TableSpec, column_from_information_schema, specs_from_events,
 )
+from binlake.spark.typing import image_schema, spark_type, typed_value
 from binlake.binlog.values import InvalidTemporal, MySQLTime
 
 pytestmark = pytest.mark.spark

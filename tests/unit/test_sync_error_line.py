@@ -5,9 +5,9 @@ from binlake.spark.cli import spark_error_line
 
 WRAPPED = """pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the Python worker:
 Traceback (most recent call last):
-  File "/x/binlake/spark/snapshot.py", line 1084, in read
+  File "/x/binlake/spark/snapshot.py", line 172, in read
     res = read_chunk(self.url, c, server_id=self.server_id_base + c.ordinal)
-binlake.spark.snapshot.SnapshotError: shop.t: the table changed shape (run the snapshot again)
+binlake.snapshot.server.SnapshotError: shop.t: the table changed shape (run the snapshot again)
 """
 
 

@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--event-log", help="write Spark's event log into this folder")
-    ap.add_argument("--verbose", action="store_true", help="also log each table's apply time")
+    ap.add_argument("--verbose", action="store_true", help="also log each table's apply and snapshot times")
     args = ap.parse_args(argv)
     import logging
 
@@ -321,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
 
     setup()
     if args.verbose:
-        logging.getLogger("binlake.apply").setLevel(logging.DEBUG)
+        for name in ("binlake.apply", "binlake.snapshot"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
     doc = run(args.scale, args.seed, Path(args.workdir) if args.workdir else None,
               echo=lambda m: print(m, file=sys.stderr), keep=args.keep,
               event_log=Path(args.event_log) if args.event_log else None)

@@ -40,23 +40,25 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from ..errors import BinlakeError
-from .typing import ZERO_DATE_POLICIES, TableSpec, image_schema, spark_type, typed_value
+from ..schema.spec import TableSpec
+from .tables import (
+    END_AT, KNOWN as _KNOWN, ROW_OPS, SEQ_COL, START_AT, TS_COL, ApplyError, Plan as _Plan,
+    delta_ref as _delta, is_delta as _is_delta, plan_table as _plan, quote_name as _q,
+    seq_lit as _seq_lit, seq_sql as _seq_sql, table_path, target_schema, tombstone_path,
+)
+from .typing import (
+    ZERO_DATE_POLICIES, image_schema, spark_type, typed_value,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-SEQ_COL = "_binlake_seq"
-TS_COL = "_binlake_ts"
-START_AT = "__START_AT"
-END_AT = "__END_AT"
 TRUNCATE_COL = "_binlake_truncate"
 BATCH_COL = "_binlake_batch"
 SEQ_DDL = "struct<file_index: int, pos: bigint, inner: int, row: int>"
-ROW_OPS = ("insert", "update", "delete")
 
 AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 """Table properties of the Delta tables binlake creates (with `ApplyConfig.auto_compact`).
@@ -72,10 +74,6 @@ carries no txn: replaying a batch still commits nothing. Turn it off for one tab
 log = logging.getLogger("binlake.apply")
 
 SpecSource = Mapping[tuple[str, str], TableSpec] | Callable[[str, str], "TableSpec | None"]
-
-
-class ApplyError(BinlakeError):
-    """A batch cannot be applied (unknown table shape, no key, incompatible target)."""
 
 
 @dataclass(frozen=True)
@@ -156,14 +154,6 @@ class ApplyResult:
     """Records of the batch (row changes, truncate and ddl records)."""
     newest_ts: Any = None
     """Commit time (datetime) of the newest record, for the lag."""
-
-
-def table_path(target: str, schema: str, table: str) -> str:
-    return f"{target.rstrip('/')}/{schema}/{table}"
-
-
-def tombstone_path(target: str, schema: str, table: str) -> str:
-    return f"{target.rstrip('/')}/_binlake/tombstones/{schema}/{table}"
 
 
 def change_log_path(target: str) -> str:
@@ -378,25 +368,6 @@ def delta_txn(spark: "SparkSession", app_id: str, version: int) -> Iterator[None
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _delta(path: str) -> str:
-    return f"delta.{_q(path)}"
-
-
-_KNOWN: dict[str, set[str]] = {}
-"""Column names of Delta tables this process created or checked (skips a snapshot read)."""
-
-
-def _is_delta(spark: "SparkSession", path: str) -> bool:
-    if path in _KNOWN:
-        return True
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))  # type: ignore[attr-defined]
-
-
 def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
                  properties: Mapping[str, str] | None = None) -> None:
     """Create the Delta table if missing (with `properties`); add columns the spec has and
@@ -414,18 +385,6 @@ def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
         cols = ", ".join(f"{_q(f.name)} {f.dataType.simpleString()}" for f in missing)
         spark.sql(f"ALTER TABLE {_delta(path)} ADD COLUMNS ({cols})")
     _KNOWN[path] = have | wanted
-
-
-def _seq_sql(seq: Sequence[int]) -> str:
-    fi, pos, inner, row = seq
-    return (f"named_struct('file_index', CAST({fi} AS INT), 'pos', CAST({pos} AS BIGINT), "
-            f"'inner', CAST({inner} AS INT), 'row', CAST({row} AS INT))")
-
-
-def _seq_lit(seq: Sequence[int]) -> "Column":
-    from pyspark.sql import functions as F
-
-    return F.expr(_seq_sql(seq))
 
 
 MATERIALIZE_CONF = "spark.databricks.delta.merge.materializeSource"
@@ -465,55 +424,6 @@ def _append_change_log(spark: "SparkSession", changes: "DataFrame", batch_id: in
 
 
 # -- one table -----------------------------------------------------------------------------
-
-@dataclass
-class _Plan:
-    """Names of one table's apply: source key/data columns and their internal names."""
-
-    spec: TableSpec
-    keys: list[str]
-    cols: list[str]
-    tracked: list[str]
-
-    @property
-    def K(self) -> list[str]:
-        return [f"_k{j}" for j in range(len(self.keys))]
-
-    def key_index(self, name: str) -> int | None:
-        return self.keys.index(name) if name in self.keys else None
-
-
-def _plan(spec: TableSpec, opts: TableOptions) -> _Plan:
-    keys = list(opts.keys or spec.primary_key)
-    if not keys:
-        raise ApplyError(f"{spec.schema}.{spec.table} has no primary key",
-                         hint="configure TableOptions(keys=...) or use the change log only")
-    names = spec.names
-    unknown = [k for k in keys if k not in names]
-    if unknown:
-        raise ApplyError(f"{spec.schema}.{spec.table}: key columns {unknown} do not exist")
-    cols = [c for c in names
-            if (c in keys or opts.columns is None or c in opts.columns)
-            and (c in keys or c not in opts.except_columns)]
-    base = [c for c in cols if c not in keys]
-    tracked = [c for c in (opts.track_history or base)
-               if c in base and c not in opts.track_history_except]
-    return _Plan(spec, keys, cols, tracked)
-
-
-def target_schema(spec: TableSpec, plan: _Plan, opts: TableOptions, seq_type: Any,
-                  zero_dates: str) -> "StructType":
-    """The Delta table's columns: the selected source columns, then the SCD columns."""
-    from pyspark.sql.types import StructField, StructType, TimestampType
-
-    data = spec.spark_schema(zero_dates, plan.cols).fields
-    if opts.scd_type == 2:
-        return StructType([*data, StructField(START_AT, seq_type), StructField(END_AT, seq_type)])
-    if opts.scd_type == 1:
-        return StructType([*data, StructField(SEQ_COL, seq_type),
-                           StructField(TS_COL, TimestampType())])
-    raise ApplyError(f"scd_type must be 1 or 2, not {opts.scd_type}")
-
 
 def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config: ApplyConfig,
                  spec: TableSpec, trunc: tuple[int, ...] | None, has_deletes: bool,

@@ -39,10 +39,12 @@ from .compare import comparable
               help="Serve Prometheus metrics (lag, changes/s, totals) on 127.0.0.1:PORT/metrics; "
                    "they are always written to WAREHOUSE/_binlake/metrics.prom.")
 @click.option("--log-json", is_flag=True, help="Log one JSON object per line (for log shippers).")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting (repeatable), e.g. spark.driver.host=10.0.0.5 on a cluster.")
 def sync(url: str | None, tables: str | None, warehouse: str, master: str, once: bool,
          scd_type: str, change_log: bool, max_rows_per_trigger: int | None,
          trigger_interval: float, no_snapshot: bool, chunk_size: int | None,
-         metrics_port: int | None, log_json: bool) -> None:
+         metrics_port: int | None, log_json: bool, confs: tuple[str, ...] = ()) -> None:
     """Keep Delta Lake tables equal to MySQL/MariaDB tables: snapshot, then stream.
 
     \b
@@ -63,6 +65,10 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
             return
         if not tables:
             raise click.UsageError("--tables is required with a server URL")
+        bad = [c for c in confs if "=" not in c or not c.partition("=")[0].strip()]
+        if bad:
+            raise click.UsageError(f"--conf {bad[0]!r}: write it as KEY=VALUE")
+        conf = dict(c.split("=", 1) for c in confs)
         # The URL, the connection, the privileges and the patterns, in one line each, before
         # Spark's start-up (tens of seconds) rather than in a traceback after it.
         from ..replica.preflight import check_sync
@@ -74,7 +80,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
                            once=once, scd_type=int(scd_type), change_log=change_log,
                            max_rows_per_trigger=max_rows_per_trigger,
                            trigger_seconds=trigger_interval, snapshot=not no_snapshot,
-                           chunk_size=chunk_size, metrics_port=metrics_port)
+                           chunk_size=chunk_size, metrics_port=metrics_port, conf=conf)
         report = run_sync(opts, on_progress=_progress)
         click.echo(json.dumps({"snapshot_rows": report.snapshot_rows, "batches": report.batches,
                                "rows": report.rows, "stream_start": report.stream_start}))

@@ -639,7 +639,7 @@ def bootstrap_schema_history(url: ServerURL | str, tables: str | None,
     """
     from ..schema.bootstrap import bootstrap, gtid_at
     from ..schema.history import BinlogPos, SchemaHistory
-    from .snapshot import connect
+    from ..snapshot.server import connect
 
     if isinstance(url, str):
         url = ServerURL.parse(url)
@@ -972,7 +972,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _install(self, history: "SchemaHistory", covered: "BinlogPos | None") -> None:
         from ..schema.tracker import SchemaTracker
-        from .snapshot import connect
+        from ..snapshot.server import connect
 
         url = self.opts.url
         # The driver may re-read a table the DDL parser cannot follow (only when the binlog

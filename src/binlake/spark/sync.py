@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
+from ..progress import Progress
 from .apply import ApplyConfig, TableOptions, apply_batch
 from .arrow import file_index
 from .metrics import SyncMetrics
@@ -151,12 +152,12 @@ def _key(pos: str) -> tuple[int, int]:
 def _binlog_boundary(url: str) -> str:
     """The primary's binlog end as FILE:POS, a transaction boundary a stream can start at."""
     from ..replica.url import ServerURL
-    from .snapshot import _binlog_end, connect
+    from ..snapshot.server import binlog_end, connect
 
     conn = connect(ServerURL.parse(url))
     try:
         with conn.cursor() as cur:
-            f, p = _binlog_end(cur)
+            f, p = binlog_end(cur)
     finally:
         conn.close()
     return f"{f}:{p}"
@@ -233,7 +234,7 @@ class HistorySpecs:
     def shape(self, schema: str, table: str, file: str | None, pos: int) -> Any:
         """The TableSpec of a table at a binlog position (None: the history never had it)."""
         from ..schema.history import BinlogPos
-        from .typing import TableSpec
+        from ..schema.spec import TableSpec
 
         h = self.history()
         if h is None:
@@ -273,8 +274,8 @@ class BatchShapes:
 def _spec_resolver(url: str) -> Callable[[str, str], Any]:
     """Table shapes for the apply step from information_schema (the current shape)."""
     from ..replica.url import ServerURL
-    from .snapshot import connect
-    from .typing import read_table_spec
+    from ..schema.spec import read_table_spec
+    from ..snapshot.server import connect
 
     server = ServerURL.parse(url)
 
@@ -301,15 +302,11 @@ def _bootstrap_history(opts: SyncOptions, path: Path) -> str:
 
 def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
                  config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
-    """Take and apply the initial snapshot once; returns its row count."""
-    from pyspark.sql import functions as F
+    """Take and apply the initial snapshot once; returns its row count.
 
-    from .snapshot import ROW_OP, read_snapshot
-
-    # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
-    extra: dict[str, Any] = {"noKeyPolicy": "error"}
-    if opts.chunk_size:
-        extra["chunkSize"] = opts.chunk_size
+    New SCD1 tables (the usual first sync) take the direct way (`snapshot_rows`: typed rows,
+    one job and one commit per table); anything else (SCD2, the change log, a table left by
+    an earlier attempt) goes through the CDC source and `apply_batch`."""
     history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
@@ -322,21 +319,81 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
         else:
             planned = _binlog_boundary(opts.url)
         try:
-            log.info("snapshot: reading the tables", extra={"tables": opts.tables})
-            with Ticker("snapshot read"):
-                df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+            if _direct(spark, opts, config):
+                rows = _snapshot_direct(spark, opts, state, config, planned)
+            else:
+                rows = _snapshot_via_apply(spark, opts, state, config, specs, planned)
             break
         except Exception as exc:  # Spark wraps the executor's SnapshotError
             if tries == SNAPSHOT_RETRIES or not _shape_changed(exc):
                 raise
             log.warning("a table changed shape during the snapshot; taking it again",
                         extra={"attempt": tries})
+    state.data["pending"] = False
+    state.data["snapshot_done"] = True
+    state.data["stream_start"] = min(state.data["attempts"], key=_key)
+    state.save()
+    return rows
+
+
+def _direct(spark: "SparkSession", opts: SyncOptions, config: ApplyConfig) -> bool:
+    """Whether the snapshot can write its tables directly (`snapshot_rows`): SCD1, no change
+    log, and no table of the sync in the warehouse yet."""
+    if config.change_log or opts.scd_type != 1 or config.tables:
+        return False
+    root = opts.warehouse
+    return not any(p.is_dir() and p.name != "_binlake" and any(p.iterdir())
+                   for p in root.iterdir()) if root.is_dir() else True
+
+
+def _start_attempt(state: SyncState, start: str) -> int:
+    """Record an attempt's stream start before anything is written (a crash after this
+    still streams from it); returns the attempt's number."""
     attempt = len(state.data["attempts"])
-    high = f"{wm.stream_start.file}:{wm.stream_start.pos}"
-    start = min(planned, high, key=_key)
     state.data["attempts"].append(start)
     state.data["pending"] = True
-    state.save()  # before applying: a crash now still streams from this watermark
+    state.save()
+    return attempt
+
+
+def _snapshot_direct(spark: "SparkSession", opts: SyncOptions, state: SyncState,
+                     config: ApplyConfig, planned: str) -> int:
+    from ..snapshot.plan import DEFAULT_CHUNK_SIZE, plan_snapshot
+    from .snapshot import DEFAULT_SERVER_ID_BASE
+    from .snapshot_rows import write_tables
+
+    chunks = plan_snapshot(opts.url, opts.tables, chunk_size=opts.chunk_size or DEFAULT_CHUNK_SIZE,
+                           no_key="error")  # Delta MERGE needs a key: refused here, loudly
+    attempt = _start_attempt(state, planned)  # every chunk's LOW is after `planned`
+    log.info("snapshot: reading and writing the tables",
+             extra={"tables": len({c.table.name for c in chunks}), "chunks": len(chunks)})
+    app_id = f"{state.data['app_id']}-snapshot-{attempt}"
+    shown = Progress("snapshot", log)
+    with shown:
+        done = write_tables(spark, opts.url, chunks, config, app_id,
+                            server_id_base=DEFAULT_SERVER_ID_BASE,
+                            on_table=lambda t: shown.meter(t.name, t.total, "rows",
+                                                           lambda m, t=t: t.rows_done()))
+    return sum(done.values())
+
+
+def _snapshot_via_apply(spark: "SparkSession", opts: SyncOptions, state: SyncState,
+                        config: ApplyConfig, specs: Callable[[str, str], Any],
+                        planned: str) -> int:
+    from pyspark.sql import functions as F
+
+    from ..snapshot.watermarks import ROW_OP
+    from .snapshot import read_snapshot
+
+    # Delta MERGE needs a key: tables without a primary key are refused at planning, loudly.
+    extra: dict[str, Any] = {"noKeyPolicy": "error"}
+    if opts.chunk_size:
+        extra["chunkSize"] = opts.chunk_size
+    log.info("snapshot: reading the tables", extra={"tables": opts.tables})
+    with Ticker("snapshot read"):
+        df, wm = read_snapshot(spark, opts.url, opts.tables, **extra)
+    high = f"{wm.stream_start.file}:{wm.stream_start.pos}"
+    attempt = _start_attempt(state, min(planned, high, key=_key))
     # A snapshot reads each key once: a table it creates takes its rows as they are.
     snap_config = replace(config, app_id=f"{state.data['app_id']}-snapshot-{attempt}",
                           inserts_only=True)
@@ -344,11 +401,77 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     log.info("snapshot read; writing the Delta tables", extra={"rows": rows})
     with Ticker("snapshot write", note=lambda: {"rows": rows}):
         apply_batch(spark, df, 0, snap_config, specs)
-    state.data["pending"] = False
-    state.data["snapshot_done"] = True
-    state.data["stream_start"] = min(state.data["attempts"], key=_key)
-    state.save()
     return rows
+
+
+class CatchUp:
+    """Binlog bytes a catch-up has behind it and ahead of it: from where the stream resumed
+    (`start`) to the last applied batch's end (`at`) and to the primary's end now."""
+
+    REFRESH = 5.0
+    """Seconds between asks for the primary's binlog files."""
+
+    def __init__(self, url: str, checkpoint: Path, stream_start: str | None) -> None:
+        self.url = url
+        self.start = _last_offset(checkpoint) or _parse_pos(stream_start)
+        self.at: tuple[str, int] | None = self.start
+        self._sizes: list[tuple[str, int]] = []
+        self._asked = 0.0
+
+    def _offset(self, pos: tuple[str, int]) -> int | None:
+        """Bytes from the first listed binlog file's start to `pos`."""
+        total = 0
+        for name, size in self._sizes:
+            if name == pos[0]:
+                return total + pos[1]
+            total += size
+        return None
+
+    def bytes_done(self, meter: Any) -> float:
+        """Bytes applied since `start`; sets the meter's total to the bytes up to the end."""
+        if time.monotonic() - self._asked >= self.REFRESH:
+            self._asked = time.monotonic()
+            self._sizes = _binlog_sizes(self.url)
+        if self.start is None:  # "latest": starts at the end seen first
+            if not self._sizes:
+                return 0
+            self.start = self.at = (self._sizes[-1][0], self._sizes[-1][1])
+        base = self._offset(self.start)
+        if base is None or not self._sizes:
+            return meter.done
+        end = sum(size for _, size in self._sizes)
+        meter.total = max(0, end - base)
+        now = self._offset(self.at) if self.at is not None else None
+        return max(0, (now if now is not None else base) - base)
+
+
+def _parse_pos(text: str | None) -> tuple[str, int] | None:
+    if not text or ":" not in text:
+        return None
+    file, _, pos = text.rpartition(":")
+    return (file, int(pos)) if pos.isdigit() else None
+
+
+def _last_offset(checkpoint: Path) -> tuple[str, int] | None:
+    """The end offset of the newest batch in Spark's offset log, if any."""
+    try:
+        ids = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    except OSError:
+        return None
+    return batch_end(checkpoint, max(ids)) if ids else None
+
+
+def _binlog_sizes(url: str) -> list[tuple[str, int]]:
+    """(file, size) of the primary's binlog files, oldest first (SHOW BINARY LOGS)."""
+    from ..replica.url import ServerURL
+    from ..snapshot.server import connect, query_rows
+
+    conn = connect(ServerURL.parse(url))
+    try:
+        with conn.cursor() as cur:
+            return [(str(r[0]), int(r[1])) for r in query_rows(cur, "SHOW BINARY LOGS")]
+    finally:
+        conn.close()
 
 
 def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
@@ -402,6 +525,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         end = batch_end(ckpt, batch_id)
         # Shapes at the batch's end (the offset log is written before the batch runs).
         result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
+        catch_up.at = end or catch_up.at  # applied: its bytes are done
         if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
             # Fault injection for the crash tests: die after the Delta commits, before Spark
             # records the batch as done, so the restart replays a batch already applied.
@@ -428,6 +552,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
               .option("checkpointLocation", str(ckpt)))
     writer = writer.trigger(availableNow=True) if opts.once else \
         writer.trigger(processingTime=f"{opts.trigger_seconds} seconds")
+    catch_up = CatchUp(opts.url, ckpt, state.data["stream_start"])
     query = writer.start()
     stop = threading.Event()
 
@@ -440,15 +565,19 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     try:
         try:
             last = time.monotonic()
-            while query.isActive and not stop.is_set():
-                query.awaitTermination(0.5)
-                if time.monotonic() - last >= PROGRESS_EVERY:
-                    last = time.monotonic()
-                    status = query.status
-                    if status.get("isTriggerActive"):
-                        with lock:
-                            done = {"batches": report.batches, "rows": report.rows}
-                        log.info("catching up", extra={"status": status.get("message"), **done})
+            shown = Progress("catch-up", log)
+            shown.meter("binlog", unit="B", poll=catch_up.bytes_done)
+            shown.meter("changes", unit="changes", poll=lambda m: report.rows)
+            with shown:
+                while query.isActive and not stop.is_set():
+                    query.awaitTermination(0.5)
+                    if not shown.tty and time.monotonic() - last >= PROGRESS_EVERY:
+                        last = time.monotonic()
+                        status = query.status
+                        if status.get("isTriggerActive"):
+                            with lock:
+                                done = {"batches": report.batches, "rows": report.rows}
+                            log.info("catching up", extra={"status": status.get("message"), **done})
             if stop.is_set() and query.isActive:
                 query.stop()  # graceful: the running batch finishes or is replayed exactly once
             exc = query.exception()

@@ -74,8 +74,8 @@ import bisect
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..apply import ApplyError, _is_delta, _KNOWN, _seq_lit, table_path, tombstone_path
-from ..typing import TableSpec
+from ..tables import KNOWN, ApplyError, is_delta, seq_lit, table_path, tombstone_path
+from ...schema.spec import TableSpec
 from .defaults import evaluate_default
 from .journal import (
     JOURNAL_DDL, TAG_CONF, Context, _DETAILS, _record, _tagged, _tags, forget_caches, journal_path,
@@ -104,7 +104,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
         if st is None:
             st = states[key] = _State(key, table_path(cfg.target, *key),
                                       tombstone_path(cfg.target, *key))
-            if _is_delta(spark, st.path):
+            if is_delta(spark, st.path):
                 st.exists = True
                 props = _props(spark, st.path)[0]
                 if MARK_PROP in props:
@@ -140,9 +140,9 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
                                       "information_schema)")
             part = ctx.changes.where((F.col("schema") == key[0]) & (F.col("table") == key[1]))
             if s > 0:
-                part = part.where(F.col("seq") > _seq_lit(cuts[s - 1]))
+                part = part.where(F.col("seq") > seq_lit(cuts[s - 1]))
             if end is not None:
-                part = part.where(F.col("seq") < _seq_lit(end))
+                part = part.where(F.col("seq") < seq_lit(end))
             app = cfg.app_id if end is None else f"{cfg.app_id}@{_text(end)}"
             ctx.apply_rows(spark, part, ctx.batch_id, cfg, spec,
                            stats[0], stats[1], app)
@@ -200,8 +200,8 @@ def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
     # What the tables are now (each name's table moved, created or archived).
     src, dst = state(step.src), state(step.key)
     for st in ((src,) if src is dst else (src, dst)):
-        _KNOWN.pop(st.path, None)
-        st.exists = _is_delta(spark, st.path)
+        KNOWN.pop(st.path, None)
+        st.exists = is_delta(spark, st.path)
     if step.src != step.key:
         src.spec, src.resolved, src.mark = None, True, None
     if step.change == "drop":
@@ -233,8 +233,8 @@ def _execute(spark: "SparkSession", step: DdlStep, ops: list[dict[str, Any]], ct
         if moved.get(path, -1) > i:
             return True  # the table was moved on after this operation: it had it
         if path not in tags:
-            _KNOWN.pop(path, None)
-            tags[path] = _tags(spark, path) if _is_delta(spark, path) else set()
+            KNOWN.pop(path, None)
+            tags[path] = _tags(spark, path) if is_delta(spark, path) else set()
         return tag in tags[path]
 
     for i, op in enumerate(ops):
@@ -250,5 +250,5 @@ def _execute(spark: "SparkSession", step: DdlStep, ops: list[dict[str, Any]], ct
             continue
         with _tagged(spark, tag):
             _run_op(spark, op, ctx)
-        _KNOWN.pop(op["path"], None)
+        KNOWN.pop(op["path"], None)
         _DETAILS.pop(op["path"], None)

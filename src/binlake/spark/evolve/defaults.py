@@ -9,7 +9,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from ...binlog.columns import fixedbin
 from ...schema import ddl as sqlddl
-from ..typing import BINARY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES, ColumnSpec
+from ...schema.spec import BINARY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES, ColumnSpec
 from .statement import Added
 
 

@@ -7,11 +7,13 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..apply import ApplyConfig, _is_delta, _KNOWN
-from ..typing import TableSpec
+from ..tables import KNOWN, is_delta
+from ...schema.spec import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+    from ..apply import ApplyConfig
 
 
 TAG_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -24,7 +26,7 @@ def journal_path(target: str) -> str:
 
 _JOURNALS: dict[str, list[tuple[str, int, str, str | None]]] = {}
 """Journal rows this process read or wrote, by journal path (one writer per target, as for
-`_KNOWN`); dropped when a batch fails."""
+`KNOWN`); dropped when a batch fails."""
 _DETAILS: dict[str, tuple[dict[str, str], int, int]] = {}
 """DESCRIBE DETAIL of tables this process read, until it changes them."""
 
@@ -35,9 +37,9 @@ def open_journal(spark: "SparkSession", config: ApplyConfig, batch_id: int) -> d
     path = journal_path(config.target)
     rows = _JOURNALS.get(path)
     if rows is None:
-        if not _is_delta(spark, path):
+        if not is_delta(spark, path):
             spark.createDataFrame([], JOURNAL_DDL).write.format("delta").mode("ignore").save(path)
-            _KNOWN[path] = set()
+            KNOWN[path] = set()
             rows = []
         else:
             rows = [(r[0], r[1], r[2], r[3]) for r in spark.read.format("delta").load(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..apply import ApplyError, _delta, _KNOWN, _q
+from ..tables import ApplyError, KNOWN, delta_ref, quote_name
 from ..typing import typed_value
 from .journal import Context, _DETAILS
 from .retype import _converted
@@ -23,19 +23,19 @@ def _run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
         spark.sql(op["sql"])
     elif kind == "props":
         pairs = ", ".join(f"{_sql_str(k)} = {_sql_str(v)}" for k, v in op["props"].items())
-        spark.sql(f"ALTER TABLE {_delta(path)} SET TBLPROPERTIES ({pairs})")
+        spark.sql(f"ALTER TABLE {delta_ref(path)} SET TBLPROPERTIES ({pairs})")
     elif kind == "create":
         from pyspark.sql.types import StructType
 
         schema = StructType.fromJson(json.loads(op["schema"]))
-        cols = ", ".join(f"{_q(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+        cols = ", ".join(f"{quote_name(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
         pairs = ", ".join(f"{_sql_str(k)} = {_sql_str(v)}" for k, v in op["props"].items())
-        spark.sql(f"CREATE TABLE {_delta(path)} ({cols}) USING delta TBLPROPERTIES ({pairs})")
+        spark.sql(f"CREATE TABLE {delta_ref(path)} ({cols}) USING delta TBLPROPERTIES ({pairs})")
     elif kind == "rewrite":
         df = spark.read.format("delta").load(path)
         convs = op["columns"]
-        out = [_converted(F.col(_q(f.name)), convs[f.name]).alias(f.name) if f.name in convs
-               else F.col(_q(f.name)) for f in df.schema.fields]
+        out = [_converted(F.col(quote_name(f.name)), convs[f.name]).alias(f.name) if f.name in convs
+               else F.col(quote_name(f.name)) for f in df.schema.fields]
         (df.select(*out).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").save(path))
     elif kind == "backfill":
@@ -45,8 +45,8 @@ def _run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
         for s in op["set"]:
             value = typed_value(F.lit(s["text"]), _col_from_json(s["spec"]),
                                 ctx.config.zero_dates)
-            c = F.col(_q(s["column"]))
-            sets[_q(s["column"])] = F.when(c.isNull(), value).otherwise(c) if s["nulls"] else value
+            c = F.col(quote_name(s["column"]))
+            sets[quote_name(s["column"])] = F.when(c.isNull(), value).otherwise(c) if s["nulls"] else value
         DeltaTable.forPath(spark, path).update(condition=F.expr(op["where"]), set=sets)
     else:  # pragma: no cover - planner and executor disagree
         raise ApplyError(f"unknown evolution operation {kind!r}")
@@ -66,7 +66,7 @@ def _forget(spark: "SparkSession", *paths: str) -> None:
     """Drop what this process and Delta cached about tables at `paths` (moved or deleted)."""
     jvm = spark._jvm  # type: ignore[attr-defined]
     for path in paths:
-        _KNOWN.pop(path, None)
+        KNOWN.pop(path, None)
         _DETAILS.pop(path, None)
         jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(
             spark._jsparkSession, jvm.org.apache.hadoop.fs.Path(path))  # type: ignore[attr-defined]

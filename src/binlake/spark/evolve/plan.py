@@ -6,11 +6,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..apply import (
-    END_AT, SEQ_COL, START_AT, TS_COL, ApplyConfig, ApplyError, _delta, _plan, _q, _seq_sql,
+from ..tables import (
+    END_AT, SEQ_COL, START_AT, TS_COL, ApplyError, delta_ref, plan_table, quote_name, seq_sql,
     target_schema,
 )
-from ..typing import TEMPORAL_TYPES, TableSpec, spark_type
+from ...schema.spec import TEMPORAL_TYPES, TableSpec
+from ..typing import spark_type
 from .defaults import _implicit, _zero_date, evaluate_default
 from .journal import Context, _DETAILS
 from .retype import _check_conversions, _conversion, _widens
@@ -20,6 +21,8 @@ from .steps import DdlStep, Key, Seq, _labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+    from ..apply import ApplyConfig
 
 
 INTERNAL = (SEQ_COL, TS_COL, START_AT, END_AT)
@@ -47,7 +50,7 @@ def _props(spark: "SparkSession", path: str) -> tuple[dict[str, str], int, int]:
     """(properties, min reader version, min writer version) of a Delta table."""
     got = _DETAILS.get(path)
     if got is None:
-        d = spark.sql(f"DESCRIBE DETAIL {_delta(path)}").first()
+        d = spark.sql(f"DESCRIBE DETAIL {delta_ref(path)}").first()
         got = _DETAILS[path] = (dict(d["properties"] or {}), int(d["minReaderVersion"]),
                                 int(d["minWriterVersion"]))
     return dict(got[0]), got[1], got[2]
@@ -98,7 +101,7 @@ def _create(cfg: ApplyConfig, dst: _State, step: DdlStep, new: TableSpec | None,
         return []
     opts = cfg.options_for(*step.key)
     try:
-        plan = _plan(new, opts)
+        plan = plan_table(new, opts)
     except ApplyError:
         return []  # no key: nothing to maintain (rows of it fail on the row path)
     ops = _archive(cfg, dst, step) if dst.exists else []
@@ -119,7 +122,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
     if new is None:
         raise ApplyError(f"{step.where}: the ddl record has no shape for the table")
     opts = cfg.options_for(*step.key)
-    plan = _plan(new, opts)
+    plan = plan_table(new, opts)
     fields = [f for f in spark.read.format("delta").load(st.path).schema.fields
               if f.name not in INTERNAL]
     # lower name -> (name, type, name when planning started)
@@ -136,7 +139,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
         ops.append({"op": "sql", "path": st.path, "sql": sql})
 
     def rename(a: str, b: str) -> None:
-        alter(f"ALTER TABLE {_delta(st.path)} RENAME COLUMN {_q(a)} TO {_q(b)}")
+        alter(f"ALTER TABLE {delta_ref(st.path)} RENAME COLUMN {quote_name(a)} TO {quote_name(b)}")
         _, dtype, start = cur.pop(a.lower())
         cur[b.lower()] = (b, dtype, start)
 
@@ -157,7 +160,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
     dropped = [cur[o.lower()][0] for o in diff.dropped if o.lower() in cur]
     if dropped and not keep:
         mapping()
-        alter(f"ALTER TABLE {_delta(st.path)} DROP COLUMNS ({', '.join(map(_q, dropped))})")
+        alter(f"ALTER TABLE {delta_ref(st.path)} DROP COLUMNS ({', '.join(map(quote_name, dropped))})")
         for d in dropped:
             cur.pop(d.lower())
     renames = [(cur[o.lower()][0], n) for o, n in diff.renames.items()
@@ -200,7 +203,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
                 widened = True
                 ops.append({"op": "props", "path": st.path,
                             "props": {"delta.enableTypeWidening": "true"}})
-            alter(f"ALTER TABLE {_delta(st.path)} CHANGE COLUMN {_q(c[0])} TYPE "
+            alter(f"ALTER TABLE {delta_ref(st.path)} CHANGE COLUMN {quote_name(c[0])} TYPE "
                   f"{want.simpleString()}")
             continue
         what = (f"{step.where}: column {c[0]} changes type from {c[1].simpleString()} to "
@@ -225,11 +228,11 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
         cols = []
         for n in missing:  # placed after the column before it in the new shape (data first)
             i = plan.cols.index(n)
-            where = f" AFTER {_q(cur[plan.cols[i - 1].lower()][0])}" if i else " FIRST"
-            cols.append(f"{_q(n)} {spark_type(new.column(n), cfg.zero_dates).simpleString()}"
+            where = f" AFTER {quote_name(cur[plan.cols[i - 1].lower()][0])}" if i else " FIRST"
+            cols.append(f"{quote_name(n)} {spark_type(new.column(n), cfg.zero_dates).simpleString()}"
                         f"{where}")
             cur[n.lower()] = (n, spark_type(new.column(n), cfg.zero_dates), n)
-        alter(f"ALTER TABLE {_delta(st.path)} ADD COLUMNS ({', '.join(cols)})")
+        alter(f"ALTER TABLE {delta_ref(st.path)} ADD COLUMNS ({', '.join(cols)})")
     sets = []
     for n in plan.cols:
         col = new.column(n)
@@ -257,7 +260,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
                              f"{s['text']!r} in the existing rows and zero_dates='error'",
                              hint="choose zero_dates='null' or 'string'")
     if sets:
-        seq = _seq_sql(step.seq)
+        seq = seq_sql(step.seq)
         where = (f"{START_AT} < {seq} AND ({END_AT} IS NULL OR {END_AT} > {seq})"
                  if opts.scd_type == 2 else f"{SEQ_COL} < {seq}")
         ops.append({"op": "backfill", "path": st.path, "where": where, "set": sets})
@@ -265,7 +268,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
     old_keys = None
     if old is not None:
         try:
-            old_keys = [diff.renames.get(k, k) for k in _plan(old, opts).keys]
+            old_keys = [diff.renames.get(k, k) for k in plan_table(old, opts).keys]
         except ApplyError:
             old_keys = None
     if old_keys is not None and (old_keys != plan.keys or retyped & set(plan.keys)):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..apply import ApplyError, _q
-from ..typing import ColumnSpec
+from ..tables import ApplyError, quote_name
+from ...schema.spec import ColumnSpec
 from .steps import DdlStep
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,7 +88,7 @@ def _check_conversions(spark: "SparkSession", path: str, convs: dict[str, dict[s
 
     df = spark.read.format("delta").load(path)
     for name, conv in convs.items():
-        c = F.col(_q(name))
+        c = F.col(quote_name(name))
         bad = df.where(c.isNotNull() & _converted(c, conv).isNull()).select(c).limit(1).collect()
         if bad:
             raise ApplyError(f"{step.where}: column {name} holds {bad[0][0]!r}, which does not "

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from ...schema import ddl as sqlddl
-from ..apply import ApplyError
-from ..typing import TEXT_TYPES, ColumnSpec, TableSpec
+from ..tables import ApplyError
+from ...schema.spec import TEXT_TYPES, ColumnSpec, TableSpec
 
 
 MARK_PROP = "binlake.ddl.position"

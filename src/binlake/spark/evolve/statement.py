@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...schema import ddl as sqlddl
-from ..typing import TableSpec
+from ...schema.spec import TableSpec
 from .shapes import spec_from_entry
 from .steps import DdlStep, Key
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..apply import ROW_OPS, _seq_lit
+from ..tables import ROW_OPS, seq_lit
 from .shapes import _parse_type
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,7 +147,7 @@ def make_groups(changes: "DataFrame", steps: list[DdlStep], row_keys: set[Key]) 
         cond: Any = None
         for (schema, table), g in by_key.items():
             m = (F.col("schema") == schema) & (F.col("table") == table)
-            idx = sum(((F.col("seq") > _seq_lit(c)).cast("int") for c in g.cuts[(schema, table)]),
+            idx = sum(((F.col("seq") > seq_lit(c)).cast("int") for c in g.cuts[(schema, table)]),
                       F.lit(0))
             seg = F.when(m, idx) if seg is None else seg.when(m, idx)
             cond = m if cond is None else cond | m

@@ -1,0 +1,104 @@
+"""Connections for the snapshot and its watermarks: LOW (a consistent snapshot's exact binlog
+position) and HIGH (the binlog end after a read)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BinlakeError
+from ..replica.url import ServerURL
+from ..spark.arrow import file_index
+
+
+class SnapshotError(BinlakeError):
+    """The snapshot cannot be taken exactly (configuration, table shape, DDL during a chunk)."""
+
+
+# -- connections -----------------------------------------------------------------------------
+
+def connect(url: ServerURL, database: str | None = None) -> Any:
+    """A PyMySQL connection that returns raw text (bytes for binary columns).
+
+    Raw text because PyMySQL's conversions lose what the binlog keeps (zero dates, DECIMAL
+    scale); sql_mode '' so backslash escaping and CHAR values behave; time_zone UTC because
+    the binlog carries TIMESTAMPs as UTC instants.
+    """
+    import pymysql
+    from pymysql import converters
+
+    encoders = {k: v for k, v in converters.conversions.items() if not isinstance(k, int)}
+    kw: dict[str, Any] = {"host": url.host, "port": url.port, "user": url.user,
+                          "password": url.password or "", "database": database,
+                          "charset": "utf8mb4", "autocommit": True, "conv": encoders}
+    opts = url.options
+    if "connect_timeout" in opts:
+        kw["connect_timeout"] = float(opts["connect_timeout"])
+    mode = opts.get("ssl_mode", "").upper()
+    certs = {k: opts[f"ssl_{k}"] for k in ("ca", "cert", "key") if f"ssl_{k}" in opts}
+    if mode != "DISABLED" and (mode or certs):
+        # Any mode but DISABLED asks for TLS and fails if the server has none (PyMySQL
+        # cannot fall back, and a silent downgrade is worse than an error).
+        verify = mode in ("VERIFY_CA", "VERIFY_IDENTITY")
+        kw["ssl"] = {**certs, "verify_mode": verify, "check_hostname": mode == "VERIFY_IDENTITY"}
+    conn = pymysql.connect(**kw)
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")
+    return conn
+
+
+def query_rows(cur: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    cur.execute(sql, args)
+    return [tuple(r) for r in cur.fetchall()]
+
+
+def quote_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def server_flavor(cur: Any) -> str:
+    version = str(query_rows(cur, "SELECT @@version")[0][0])
+    return "mariadb" if "mariadb" in version.lower() else "mysql"
+
+
+def binlog_end(cur: Any) -> tuple[str, int]:
+    from ..schema.bootstrap import binlog_position
+
+    p = binlog_position(cur)
+    assert p.file is not None
+    return (p.file, p.pos)
+
+
+def gtid_at(cur: Any, flavor: str, at: tuple[str, int]) -> str | None:
+    """MariaDB's GTID position of a binlog boundary (computed from the binlog itself)."""
+    if flavor != "mariadb":
+        return None
+    value = query_rows(cur, "SELECT BINLOG_GTID_POS(%s, %s)", at)[0][0]
+    return None if value is None else str(value)
+
+
+def begin_snapshot(cur: Any, flavor: str) -> tuple[str, int]:
+    """Open a consistent-snapshot transaction; its exact binlog position (the LOW watermark)."""
+    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    if flavor == "mariadb":
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        status = dict(query_rows(cur, "SHOW STATUS LIKE 'binlog_snapshot_%'"))
+        f, p = status.get("Binlog_snapshot_file"), status.get("Binlog_snapshot_position")
+        if not f or not p:
+            cur.execute("ROLLBACK")
+            raise SnapshotError("the server reports no binlog_snapshot_file/position for a "
+                                "consistent snapshot", hint="enable the binary log (log_bin)")
+        return (str(f), int(p))
+    # MySQL: no snapshot position; a global read lock makes the position and the read view
+    # agree (no transaction can be between its binlog write and its commit). Held for
+    # two statements.
+    cur.execute("FLUSH TABLES WITH READ LOCK")
+    try:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        return binlog_end(cur)
+    finally:
+        cur.execute("UNLOCK TABLES")
+
+
+
+def position_key(p: tuple[str, int]) -> tuple[int, int]:
+    """(file_index, pos) of a binlog position: positions compare in binlog order."""
+    return (file_index(p[0]), p[1])

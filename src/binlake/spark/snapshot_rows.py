@@ -1,0 +1,392 @@
+"""The sync's first snapshot written straight into new Delta tables.
+
+Each chunk's rows are typed in Python as Arrow batches in the table's Spark schema (no JSON
+text, no `from_json`), and each table is one Spark job (`RowsDataSource`, one chunk per
+task) and one Delta commit, the tables written at once. What the CDC source and the apply
+step do for a snapshot in several jobs (materialise, count, collect the markers, type the
+JSON images, write) happens here in one pass.
+
+Rows the backfill replayed from the binlog are JSON images (the binlog path's text); they,
+and any row with a value the Python typing declines (a temporal Python cannot hold, such as
+year 0), travel as JSON in `AFTER_COL` and are typed by the apply step's own `typed_value`,
+so both ways give the same values.
+
+Where the stream starts does not need the chunks' watermarks: the sync takes the binlog end
+before planning, which is before every chunk's LOW, and streams from there (the seq guard
+skips what a chunk already holds).
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import pickle
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from ..cdc.jsontext import json_text
+from ..schema.spec import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, ColumnSpec
+from ..snapshot.chunks import ChunkResult, read_chunk
+from ..snapshot.plan import Chunk
+from ..snapshot.server import SnapshotError
+from ..snapshot.values import RowFormatter
+from ..binlog.values import Geometry
+from .arrow import SEQ_TYPE, file_index
+from .tables import KNOWN, plan_table, quote_name, table_path, target_schema
+from .typing import image_schema, spark_schema, typed_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from .apply import ApplyConfig
+
+log = logging.getLogger("binlake.snapshot")
+
+AFTER_COL = "_binlake_after"
+SEQ = "_binlake_chunk_seq"
+TS = "_binlake_chunk_ts"
+BATCH_ROWS = 10_000
+_UTC = dt.timezone.utc
+
+
+class Decline(Exception):
+    """A value the Python typing does not decide: the row goes as JSON (see the notes)."""
+
+
+# -- raw SELECT values -> Python values of the column's Spark type ----------------------------
+
+def _zero_part(s: str) -> bool:
+    return s[5:7] == "00" or s[8:10] == "00"
+
+
+def _temporal(kind: str, zero_dates: str) -> Callable[[Any], Any]:
+    if zero_dates == "string":
+        # The text the JSON path keeps (values.fragment_fn): DATE as read; DATETIME and
+        # TIMESTAMP in ISO form when they are dates, else as read.
+        if kind == "date":
+            return lambda s: s
+        zone = "Z" if kind == "timestamp" else ""
+
+        def text(s: str) -> str:
+            try:
+                dt.date(int(s[0:4]), int(s[5:7]), int(s[8:10]))
+            except ValueError:
+                return s
+            return s.replace(" ", "T", 1) + zone
+        return text
+    parse: Callable[[str], Any]
+    if kind == "date":
+        parse = dt.date.fromisoformat
+    elif kind == "datetime":
+        parse = dt.datetime.fromisoformat
+    else:
+        def parse(s: str) -> Any:
+            return dt.datetime.fromisoformat(s).replace(tzinfo=_UTC)
+
+    def value(s: str) -> Any:
+        try:
+            return parse(s)
+        except ValueError:
+            if zero_dates == "null" and _zero_part(s):
+                return None
+            raise Decline(s) from None  # "error", or not a zero date: the JSON path decides
+    return value
+
+
+def raw_converter(col: ColumnSpec, zero_dates: str, mariadb: bool) -> Callable[[Any], Any]:
+    """Raw SELECT value (not NULL, as `snapshot.values` selects it) -> the Python value of
+    the column's Spark type (`spark_type`), the same value `typed_value` makes of the JSON
+    text the binlog path writes for it; raises `Decline` when it cannot say."""
+    t = col.type
+    if t in INTEGER_TYPES or t == "year":
+        if t == "bigint" and col.unsigned:
+            return lambda s: Decimal(s)
+        return int
+    if t == "bit":
+        if (col.precision or 64) < 64:
+            return lambda b: int.from_bytes(b, "big")
+        return lambda b: Decimal(int.from_bytes(b, "big"))
+    if t in ("float", "double"):
+        return float  # FLOAT is selected as DOUBLE: exact, and Arrow rounds it back exactly
+    if t == "decimal":
+        if (col.precision or 10) <= 38:
+            return Decimal
+        return lambda s: format(Decimal(s), "f")
+    if t in ("date", "datetime", "timestamp"):
+        return _temporal(t, zero_dates)
+    if t == "time":
+        return str
+    if t == "json":
+        if mariadb:
+            return str
+        return lambda s: json_text(json.loads(s))
+    if t in BINARY_TYPES:
+        return bytes
+    if t in ("uuid", "inet6", "inet4"):  # SELECT gives the server's text, as the binlog path
+        return lambda s: s.decode("ascii") if isinstance(s, bytes) else s
+    if t in GEOMETRY_TYPES:
+        def geometry(b: bytes) -> dict[str, Any]:
+            g = Geometry.from_storage(b)
+            return {"srid": g.srid, "wkb": g.wkb}
+        return geometry
+    if t in TEXT_TYPES:
+        return str
+    raise SnapshotError(f"column {col.name}: type {t} is not supported by the snapshot")
+
+
+class ChunkTyper:
+    """A chunk's rows -> Arrow batches: the table's columns typed, `AFTER_COL`, seq, ts."""
+
+    def __init__(self, chunk: Chunk, zero_dates: str, schema: pa.Schema) -> None:
+        t = chunk.table
+        self.schema = schema
+        self.fmt = RowFormatter(t)
+        self.fns = [raw_converter(c, zero_dates, t.mariadb) for c in t.spec.columns]
+        self.width = len(self.fns)
+
+    def batches(self, res: ChunkResult, size: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        rows = res.full_rows or list(res.rows.values())
+        hfile, hpos = res.high
+        fidx, inner, ts = file_index(hfile), res.chunk.index, res.ts * 1_000_000
+        for start in range(0, len(rows), size):
+            part = rows[start:start + size]
+            n = len(part)
+            cols: list[list[Any]] = [[] for _ in range(self.width)]
+            after: list[str | None] = []
+            for r in part:
+                vals = self._typed(r)
+                if vals is None:
+                    vals = [None] * self.width
+                    after.append(r if isinstance(r, str) else self.fmt.image(r)[1])
+                else:
+                    after.append(None)
+                for c, v in zip(cols, vals):
+                    c.append(v)
+            i32, i64 = pa.int32(), pa.int64()
+            seq = pa.StructArray.from_arrays(
+                [pa.array([fidx] * n, i32), pa.array([hpos] * n, i64),
+                 pa.array([inner] * n, i32), pa.array(range(start, start + n), i32)],
+                fields=list(SEQ_TYPE))
+            arrays = [pa.array(c, f.type) for c, f in zip(cols, self.schema)]
+            arrays += [pa.array(after, pa.string()), seq,
+                       pa.array([ts] * n, self.schema.field(TS).type)]
+            yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _typed(self, r: Any) -> list[Any] | None:
+        if isinstance(r, str):
+            return None  # a backfilled JSON image
+        try:
+            return [None if v is None else f(v) for f, v in zip(self.fns, r)]
+        except Decline:
+            return None
+
+
+# -- one Spark job per table ------------------------------------------------------------------
+
+NAME = "binlake-snapshot-rows"
+
+
+def chunk_schema(chunk: Chunk, zero_dates: str) -> "StructType":
+    """The Spark schema of `table_frame`'s rows: every column typed, then the extra three."""
+    from pyspark.sql.types import (
+        IntegerType, LongType, StringType, StructField, StructType, TimestampType,
+    )
+
+    seq = StructType([StructField("file_index", IntegerType()), StructField("pos", LongType()),
+                      StructField("inner", IntegerType()), StructField("row", IntegerType())])
+    return StructType([*spark_schema(chunk.table.spec, zero_dates).fields,
+                       StructField(AFTER_COL, StringType()), StructField(SEQ, seq),
+                       StructField(TS, TimestampType())])
+
+
+def arrow_schema(schema: "StructType") -> pa.Schema:
+    """The Arrow schema Spark reads `schema`'s rows from (timestamps as UTC instants)."""
+    from pyspark.sql import types as st
+
+    def conv(t: Any) -> pa.DataType:
+        simple = {st.ByteType: pa.int8(), st.ShortType: pa.int16(), st.IntegerType: pa.int32(),
+                  st.LongType: pa.int64(), st.FloatType: pa.float32(),
+                  st.DoubleType: pa.float64(), st.StringType: pa.string(),
+                  st.BinaryType: pa.binary(), st.DateType: pa.date32(),
+                  st.TimestampNTZType: pa.timestamp("us"),
+                  st.TimestampType: pa.timestamp("us", tz="UTC"), st.BooleanType: pa.bool_()}
+        for k, v in simple.items():
+            if type(t) is k:
+                return v
+        if isinstance(t, st.DecimalType):
+            return pa.decimal128(t.precision, t.scale)
+        if isinstance(t, st.StructType):
+            return pa.struct([pa.field(f.name, conv(f.dataType)) for f in t.fields])
+        if isinstance(t, st.ArrayType):
+            return pa.list_(conv(t.elementType))
+        raise SnapshotError(f"no Arrow type for the Spark type {t.simpleString()}")
+
+    return pa.schema([pa.field(f.name, conv(f.dataType)) for f in schema.fields])
+
+
+class RowsDataSource(DataSource):
+    """One table's planned chunks (option "plan"), typed rows in a user-given schema."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def reader(self, schema: "StructType") -> DataSourceReader:
+        return RowsReader(self.options, schema)
+
+
+class _ChunkPartition(InputPartition):
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+class RowsReader(DataSourceReader):
+    """A task per chunk: read it (LOW, SELECT, HIGH, backfill) and type its rows."""
+
+    def __init__(self, options: Any, schema: "StructType") -> None:
+        self.url = str(options["url"])
+        self.chunks: list[Chunk] = pickle.loads(base64.b64decode(options["plan"]))
+        self.zero_dates = str(options.get("zeroDates", "null"))
+        self.server_id_base = int(options["serverIdBase"])
+        self.arrow = arrow_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        return [_ChunkPartition(i) for i in range(len(self.chunks))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, _ChunkPartition)
+        c = self.chunks[partition.index]
+        res = read_chunk(self.url, c, server_id=self.server_id_base + c.ordinal, raw=True)
+        yield from ChunkTyper(c, self.zero_dates, self.arrow).batches(res)
+
+
+def table_frame(spark: "SparkSession", url: str, chunks: Sequence[Chunk], zero_dates: str,
+                server_id_base: int) -> "DataFrame":
+    """One table's chunks read and typed, one chunk per task."""
+    spark.dataSource.register(RowsDataSource)
+    plan = base64.b64encode(pickle.dumps(list(chunks))).decode("ascii")
+    return (spark.read.format(NAME).schema(chunk_schema(chunks[0], zero_dates))
+            .option("url", url).option("plan", plan).option("zeroDates", zero_dates)
+            .option("serverIdBase", str(server_id_base)).load())
+
+
+def typed_table(frame: "DataFrame", chunk: Chunk, cols: Sequence[str],
+                zero_dates: str) -> list[Any]:
+    """The target's data columns from `table_frame`: typed rows as they are, JSON rows typed
+    by `typed_value` (the apply step's conversion)."""
+    from pyspark.sql import functions as F
+
+    spec = chunk.table.spec
+    parsed = F.from_json(F.col(AFTER_COL), image_schema(spec, cols))
+    out = []
+    for c in cols:
+        col = spec.column(c)
+        out.append(F.when(F.col(AFTER_COL).isNull(), F.col(quote_name(c)))
+                   .otherwise(typed_value(parsed.getField(c), col, zero_dates)).alias(c))
+    return out
+
+
+class TableProgress:
+    """How far one table's write is, from Spark's own task counts (no extra job): the chunks
+    finished, turned into rows with the planning's COUNT(*)."""
+
+    def __init__(self, spark: "SparkSession", name: str, chunks: int, total: int | None) -> None:
+        self.spark, self.name, self.chunks, self.total = spark, name, chunks, total
+        self.group = f"binlake-snapshot-{uuid.uuid4().hex[:8]}"
+        self.rows: int | None = None
+        """Rows written, once the table is committed."""
+
+    def chunks_done(self) -> int:
+        tracker = self.spark.sparkContext.statusTracker()
+        done = 0
+        for job in tracker.getJobIdsForGroup(self.group):
+            info = tracker.getJobInfo(job)
+            for sid in (info.stageIds if info else ()):
+                stage = tracker.getStageInfo(sid)
+                if stage is not None and stage.numTasks == self.chunks:
+                    done = max(done, stage.numCompletedTasks)
+        return done
+
+    def rows_done(self) -> int:
+        if self.rows is not None:
+            return self.rows
+        if not self.total:
+            return 0
+        return min(self.total, self.total * self.chunks_done() // max(1, self.chunks))
+
+
+def write_tables(spark: "SparkSession", url: str, chunks: Sequence[Chunk], config: "ApplyConfig",
+                 app_id: str, *, server_id_base: int,
+                 on_table: Callable[[TableProgress], None] | None = None) -> dict[str, int]:
+    """Write every planned table as a new SCD1 Delta table, in one commit each (txn app_id,
+    version 0), the tables at once. Returns rows written per 'schema.table'.
+
+    `on_table` gets each table's `TableProgress` before the writes start."""
+    from pyspark.sql import functions as F
+
+    by_table: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_table.setdefault(c.table.name, []).append(c)
+    progress = {name: TableProgress(spark, name, len(cs), cs[0].table_rows)
+                for name, cs in by_table.items()}
+
+    def one(name: str) -> None:
+        t0 = time.monotonic()
+        cs = by_table[name]
+        t = cs[0].table
+        opts = config.options_for(t.schema, t.table)
+        plan = plan_table(t.spec, opts)
+        frame = table_frame(spark, url, cs, config.zero_dates, server_id_base)
+        target = target_schema(t.spec, plan, opts, frame.schema[SEQ].dataType, config.zero_dates)
+        cols = typed_table(frame, cs[0], plan.cols, config.zero_dates)
+        cols += [F.col(SEQ), F.col(TS)]
+        out = frame.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, target)])
+        path = table_path(config.target, t.schema, t.table)
+        t1 = time.monotonic()
+        spark.sparkContext.setJobGroup(progress[name].group, f"binlake snapshot of {name}")
+        try:
+            (out.write.format("delta").mode("append").options(**config.table_properties())
+             .option("txnAppId", app_id).option("txnVersion", 0).save(path))
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        t2 = time.monotonic()
+        KNOWN[path] = {f.name.lower() for f in target.fields}
+        progress[name].rows = _rows_written(spark, path)
+        log.debug("snapshot table written", extra={
+            "table": name, "chunks": len(cs), "rows": progress[name].rows,
+            "plan_s": round(t1 - t0, 2), "write_s": round(t2 - t1, 2),
+            "history_s": round(time.monotonic() - t2, 2)})
+
+    if on_table is not None:
+        for name in sorted(progress):
+            on_table(progress[name])
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(name: str) -> None:
+        try:
+            one(name)
+        except BaseException as exc:  # noqa: BLE001 - raised below, after the other tables
+            with lock:
+                errors.append(exc)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(config.parallelism, len(by_table)))) as pool:
+        list(pool.map(run, sorted(by_table)))
+    if errors:
+        raise errors[0]
+    return {name: p.rows or 0 for name, p in progress.items()}
+
+
+def _rows_written(spark: "SparkSession", path: str) -> int:
+    """Rows of the table the write created (Delta answers from its file statistics)."""
+    return int(spark.read.format("delta").load(path).count())

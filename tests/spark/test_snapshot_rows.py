@@ -1,0 +1,129 @@
+"""The sync's direct snapshot: rows typed in Python as Arrow give the values the apply step's
+JSON typing gives, for every type the snapshot reads, and the tables it writes equal the
+source."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from binlake.snapshot.chunks import read_chunk
+from binlake.snapshot.plan import plan_snapshot
+from binlake.snapshot.values import RowFormatter
+from binlake.spark.snapshot_rows import (
+    AFTER_COL, ChunkTyper, arrow_schema, chunk_schema, typed_table,
+)
+
+pytestmark = pytest.mark.spark
+
+DB = "binlake_test"
+TYPES = (
+    "CREATE TABLE {name} (id INT PRIMARY KEY, ti TINYINT, ui BIGINT UNSIGNED, f FLOAT, "
+    "d DOUBLE, dc DECIMAL(30,4), big DECIMAL(50,2), b BIT(5), b64 BIT(64), y YEAR, "
+    "bn BINARY(4), vb VARBINARY(10), bl BLOB, e ENUM('a','b'), st SET('x','y','z'), "
+    "ts TIMESTAMP(3) NULL, dt DATETIME(2), t TIME(1), j JSON, g GEOMETRY, dz DATE, c CHAR(5), "
+    "v VARCHAR(20), tx TEXT, uti TINYINT UNSIGNED, ui32 INT UNSIGNED, y0 DATETIME)")
+ROWS = (
+    "INSERT INTO {name} VALUES "
+    "(1, -5, 18446744073709551615, 3.40282e38, 0.1e0 + 0.2e0, '-12.5000', "
+    "'123456789012345678901234567890123456789012345.67', b'101', b'1111111111111111111111111111111111111111111111111111111111111111', "
+    "0, 'ab', x'00ff', x'010203', 'b', 'x,z', '2024-01-02 03:04:05.123', "
+    "'0000-00-00 00:00:00', '-838:59:59.9', '{{\"a\": 1,  \"b\": [1.50, 2]}}', "
+    "ST_GeomFromText('POINT(1 2)', 4326), '2024-02-00', 'ab ', 'tab\\t\"q\" é', 'long ✓', "
+    "255, 4294967295, '0000-01-01 00:00:00'), "
+    "(2, 127, 0, 16777217, 1e0 / 3e0, 0, 0, b'0', b'0', 2155, 'ab\\0\\0', '', '', '', '', NULL, "
+    "'9999-12-31 23:59:59.99', '12:00:00', '[]', NULL, '0000-00-00', '', '', NULL, 0, 0, NULL), "
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "'1970-01-01 00:00:01', '1000-01-01 00:00:00', '00:00:00', '\"s\"', "
+    "ST_GeomFromText('LINESTRING(0 0,1 1)'), '1000-01-01', NULL, NULL, '', NULL, NULL, "
+    "'2024-02-29 23:59:59')")
+
+
+@pytest.fixture
+def types_table(mariadb: Any) -> str:
+    name = "snap_rows_types"
+    mariadb.sql(f"DROP TABLE IF EXISTS {name}", TYPES.format(name=name),
+                "SET SESSION sql_mode = ''", ROWS.format(name=name))
+    return name
+
+
+def _typed(spark: Any, res: Any, zero_dates: str) -> tuple[list[tuple[Any, ...]], int]:
+    chunk = res.chunk
+    schema = chunk_schema(chunk, zero_dates)
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(list(ChunkTyper(chunk, zero_dates, arrow_schema(schema))
+                                       .batches(res)))
+    df = spark.createDataFrame(table, schema=schema)
+    cols = chunk.table.spec.names
+    json_rows = df.where(df[AFTER_COL].isNotNull()).count()
+    from pyspark.sql import functions as F
+
+    # As JSON text in Spark: year-0 timestamps have no Python value to collect into.
+    typed = df.select(*typed_table(df, chunk, cols, zero_dates))
+    got = typed.select(F.col("id"), F.to_json(F.struct(*typed.columns)).alias("j")).collect()
+    return sorted((r["id"], r["j"]) for r in got), json_rows
+
+
+@pytest.mark.parametrize("zero_dates", ["null", "string"])
+def test_typed_rows_equal_the_json_typing(spark: Any, mariadb: Any, types_table: str,
+                                          zero_dates: str) -> None:
+    """The same chunk typed twice: SELECT values typed in Python (a backfilled row as JSON),
+    and every row as its JSON image typed by `typed_value`: the values are equal."""
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+
+    def writes() -> None:  # into the chunk's window: these rows come from the backfill
+        mariadb.sql(f"UPDATE {types_table} SET v = 'upd', dc = 1.5 WHERE id = 2",
+                    f"INSERT INTO {types_table} (id, dt, ts) "
+                    "VALUES (4, '2001-02-03 04:05:06.07', '2001-02-03 04:05:06.789')")
+
+    res = read_chunk(mariadb.url, chunk, server_id=6449301, after_select=writes, raw=True)
+    assert sum(isinstance(v, str) for v in res.rows.values()) == 2  # rows 2 and 4
+    typed, json_rows = _typed(spark, res, zero_dates)
+    # Rows 2 and 4 (backfilled) go as JSON, and so does row 1 when its temporals are typed
+    # (year 0: Python has no such date); as text ("string") they need no decision.
+    assert json_rows == (3 if zero_dates == "null" else 2)
+    fmt = RowFormatter(chunk.table)
+    as_json = replace(res, rows={k: v if isinstance(v, str) else fmt.image(v)[1]
+                                 for k, v in res.rows.items()})
+    reference, all_json = _typed(spark, as_json, zero_dates)
+    assert all_json == 4
+    assert typed == reference
+    assert [r[0] for r in typed] == [1, 2, 3, 4]
+    if zero_dates == "null":
+        assert '"y0":"0000-01-01T00:00:00' in typed[0][1]  # year 0, typed by Spark
+
+
+def test_sync_snapshot_writes_each_table_once(spark: Any, mariadb: Any, types_table: str,
+                                              tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    """`binlake sync`'s first snapshot takes the direct way: one commit per table (the txn
+    of the snapshot attempt), its rows equal to the source's; without a terminal its
+    progress and the catch-up's are log lines."""
+    import logging
+
+    from binlake.spark.sync import SyncOptions, run_sync
+
+    wh = tmp_path / "wh"
+    with caplog.at_level(logging.INFO, logger="binlake.sync"):
+        rep = run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.{types_table}",
+                                   warehouse=wh, once=True), spark)
+    assert rep.snapshot_rows == 3
+    done = {r.getMessage(): vars(r) for r in caplog.records if r.getMessage().endswith(" done")}
+    snap = done["snapshot done"]
+    assert (snap["meter"], snap["done"], snap["total"]) == (f"{DB}.{types_table}", 3, 3)
+    assert done["catch-up done"]["unit"] == "changes"  # the last of the catch-up's meters
+    path = str(wh / DB / types_table)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    assert [h["operation"] for h in history] == ["WRITE"]
+    got = spark.read.format("delta").load(path)
+    assert sorted(r["id"] for r in got.select("id").collect()) == [1, 2, 3]
+    row = got.where("id = 1").select("ui", "dc", "b64", "dt", "dz", "j").first()
+    assert (int(row["ui"]), str(row["dc"]), int(row["b64"])) == (
+        18446744073709551615, "-12.5000", 2**64 - 1)
+    assert row["dt"] is None and row["dz"] is None  # zero dates: NULL (policy "null")
+    assert row["j"] == '{"a": 1,  "b": [1.50, 2]}'
