@@ -17,6 +17,7 @@ from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
 from binlake.spark import snapshot as S
+from binlake.snapshot.chunks import ShapeGuard
 from binlake.spark.arrow import iter_cdc_batches
 from binlake.spark.sync import SyncOptions, run_sync
 
@@ -74,7 +75,7 @@ def test_snapshot_images_equal_the_backfills_binlog_images(mariadb: Any) -> None
     res = S.read_chunk(mariadb.url, chunk, server_id=6449011)
     stream = BinlogStream(ServerURL.parse(mariadb.url), StreamOptions(
         start=Position(*start), until_end=True, server_id=6449012,
-        tables=lambda s, t: (s, t) == (DB, "g"), table_resolver=S._ShapeGuard(chunk.table)))
+        tables=lambda s, t: (s, t) == (DB, "g"), table_resolver=ShapeGuard(chunk.table)))
     binlog = {json.loads(r["after"])["id"]: r["after"]
               for b in iter_cdc_batches(stream.changes()) for r in b.to_pylist()}
     assert {k[0]: v for k, v in res.rows.items()} == binlog

@@ -20,7 +20,7 @@ pytest.importorskip("pyspark")
 from binlake.replica.position import Position
 from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
-from binlake.snapshot.chunks import _ShapeGuard, read_chunk
+from binlake.snapshot.chunks import ShapeGuard, read_chunk
 from binlake.snapshot.plan import plan_snapshot
 from binlake.snapshot.server import SnapshotError, connect
 from binlake.snapshot.tables import describe_table
@@ -394,7 +394,7 @@ def test_snapshot_images_equal_binlog_images(mariadb: Any, url: str) -> None:
     res = read_chunk(url, chunk, server_id=6449005)
     stream = BinlogStream(ServerURL.parse(url), StreamOptions(
         start=Position(*start), until_end=True, server_id=6449006,
-        tables=lambda s, t: t == "snap_types", table_resolver=_ShapeGuard(chunk.table)))
+        tables=lambda s, t: t == "snap_types", table_resolver=ShapeGuard(chunk.table)))
     binlog = {json.loads(r["after"])["id"]: r["after"]
               for b in iter_cdc_batches(stream.changes()) for r in b.to_pylist()}
     assert {k[0]: v for k, v in res.rows.items()} == binlog
@@ -409,7 +409,7 @@ def test_backfill_resolver_checks_a_repeated_table_map_once(mariadb: Any, url: s
     (chunk,) = plan_snapshot(url, f"{DB}.snap_rep")
     start = mariadb.binlog_end()
     mariadb.sql(*(f"INSERT INTO snap_rep VALUES ({i}, '{{\"n\": {i}}}', {i})" for i in range(30)))
-    guard = _ShapeGuard(chunk.table)
+    guard = ShapeGuard(chunk.table)
     stream = BinlogStream(ServerURL.parse(url), StreamOptions(
         start=Position(*start), until_end=True, server_id=6449010,
         tables=lambda s, t: t == "snap_rep", table_resolver=guard))

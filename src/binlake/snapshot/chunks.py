@@ -40,7 +40,7 @@ class ChunkResult:
     """Binlog row changes of the table replayed between LOW and HIGH."""
 
 
-class _ShapeGuard:
+class ShapeGuard:
     """Backfill resolver: the TABLE_MAP must have the planned columns; JSON columns (MariaDB's
     JSON is LONGTEXT) and UUID/INET columns (BINARY(n)) are marked; DDL touching the table
     stops the chunk."""
@@ -216,7 +216,7 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
     opts = StreamOptions(server_id=server_id, start=Position(res.low[0], res.low[1]),
                          stop_at=res.high, until_end=True, reconnect=False,
                          tables=lambda s, n: (s.lower(), n.lower()) == (schema, table),
-                         table_resolver=_ShapeGuard(t))
+                         table_resolver=ShapeGuard(t))
     stream = BinlogStream(url, opts)
     rows = res.rows
     for rec in stream.changes():
