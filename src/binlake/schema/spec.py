@@ -21,6 +21,8 @@ BINARY_TYPES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longbl
 GEOMETRY_TYPES = ("geometry", "point", "linestring", "polygon", "multipoint",
                   "multilinestring", "multipolygon", "geometrycollection", "geomcollection")
 TEMPORAL_TYPES = ("date", "datetime", "timestamp")
+SERVER_TEXT_TYPES = ("uuid", "inet6", "inet4")
+"""MariaDB's fixed-binary types, which binlake lands as the server's text form."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from ..cdc.changes import ChangeRecord
 from .._util.recent import make_room
 from ..replica.position import Position
 from ..replica.url import ServerURL
+from ..schema.spec import SERVER_TEXT_TYPES
 from ..spark.arrow import image_encoder
 from ..binlog.values import ABSENT
 from .plan import Chunk, range_predicate
@@ -50,7 +51,7 @@ class ShapeGuard:
         self._names = t.spec.names
         self._marks = {i: {"is_json": True} if c.type == "json" else {"plugin_type": c.type}
                        for i, c in enumerate(t.spec.columns)
-                       if c.type in ("json", "uuid", "inet6", "inet4")}
+                       if c.type == "json" or c.type in SERVER_TEXT_TYPES}
         self._seen: dict[int, tuple[Any, Any]] = {}
         """id(columns of a parsed TABLE_MAP) -> (those columns, the map made from the first
         one, or None if it was handed on as it was). The decoder hands out the same bytes'

@@ -11,13 +11,21 @@ from typing import Any, Callable, Sequence
 # The binlog path's own JSON encoders, so both paths write the same bytes for the same value.
 from ..cdc.jsontext import dumps, json_string, json_text
 from ..cdc.changes import float32_text, json_value
-from ..schema.spec import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, ColumnSpec
+from ..schema.spec import (
+    BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, SERVER_TEXT_TYPES, TEXT_TYPES, ColumnSpec,
+)
 from ..binlog.values import Geometry
 from .server import SnapshotError, quote_name
 from .tables import SnapshotTable
 
 
 # -- values: SELECT text -> the JSON the binlog path produces -----------------------------------
+
+def server_text(v: bytes | str) -> str:
+    """A UUID/INET6/INET4 value as SELECT returns it (the server's text, maybe as bytes): the
+    text the binlog path writes for it."""
+    return v.decode("ascii") if isinstance(v, bytes) else v
+
 
 def select_expr(col: ColumnSpec) -> str:
     if col.type == "float":
@@ -64,8 +72,8 @@ def fragment_fn(col: ColumnSpec, mariadb: bool = False) -> Callable[[Any], str]:
         return lambda s: json_string(json_text(json.loads(s)))
     if t in BINARY_TYPES:
         return lambda b: '"' + base64.b64encode(b).decode("ascii") + '"'
-    if t in ("uuid", "inet6", "inet4"):  # SELECT gives the server's text, as the binlog path
-        return lambda s: json_string(s.decode("ascii") if isinstance(s, bytes) else s)
+    if t in SERVER_TEXT_TYPES:
+        return lambda s: json_string(server_text(s))
     if t in GEOMETRY_TYPES:
         return lambda b: dumps(json_value(Geometry.from_storage(b)))
     if t in TEXT_TYPES:

@@ -33,11 +33,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..cdc.jsontext import json_text
-from ..schema.spec import BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, ColumnSpec
+from ..schema.spec import (
+    BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, SERVER_TEXT_TYPES, TEXT_TYPES, ColumnSpec,
+)
 from ..snapshot.chunks import ChunkResult, read_chunk
 from ..snapshot.plan import Chunk
 from ..snapshot.server import SnapshotError
-from ..snapshot.values import RowFormatter
+from ..snapshot.values import RowFormatter, server_text
 from ..binlog.values import Geometry
 from .arrow import SEQ_TYPE, file_index
 from .tables import KNOWN, plan_table, quote_name, table_path, target_schema
@@ -131,8 +133,8 @@ def raw_converter(col: ColumnSpec, zero_dates: str, mariadb: bool) -> Callable[[
         return lambda s: json_text(json.loads(s))
     if t in BINARY_TYPES:
         return bytes
-    if t in ("uuid", "inet6", "inet4"):  # SELECT gives the server's text, as the binlog path
-        return lambda s: s.decode("ascii") if isinstance(s, bytes) else s
+    if t in SERVER_TEXT_TYPES:
+        return server_text
     if t in GEOMETRY_TYPES:
         def geometry(b: bytes) -> dict[str, Any]:
             g = Geometry.from_storage(b)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BinlakeError
+from ..schema.spec import SERVER_TEXT_TYPES
 
 KINDS = ("int", "decimal", "float", "date", "datetime", "timestamp", "text", "binary",
          "geometry")
@@ -39,8 +40,6 @@ chunked by a hash of the key."""
 _INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"}
 _TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
          "json", "time"}
-_SERVER_TEXT = {"uuid", "inet6", "inet4"}
-"""MariaDB's fixed-binary types, which binlake lands as the server's text form."""
 _BINARY = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _GEOMETRY = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
              "multipolygon", "geometrycollection", "geomcollection"}
@@ -77,7 +76,7 @@ def column_kind(name: str, data_type: str, charset: str | None) -> str:
         if t in ("char", "varchar") and str(charset or "").lower() == "binary":
             return "binary"
         return "text"
-    if t in _SERVER_TEXT:
+    if t in SERVER_TEXT_TYPES:
         return "text"
     if t in _BINARY:
         return "binary"
@@ -127,7 +126,7 @@ def value_sql(col: Column) -> str:
         return f"HEX({x})"
     if k == "geometry":
         return f"CONCAT(ST_SRID({x}), ':', HEX(ST_AsBinary({x})))"
-    if col.data_type == "time" or col.data_type in _SERVER_TEXT:
+    if col.data_type == "time" or col.data_type in SERVER_TEXT_TYPES:
         return f"CAST({x} AS CHAR)"
     return f"CONVERT({x} USING utf8mb4)"
 
