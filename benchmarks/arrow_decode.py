@@ -26,7 +26,7 @@ def decode_file(path: str, tables_spec: str | None, batch_size: int, begin: int 
     from binlake.binlog.decoder import BinlogDecoder
     from binlake.cdc.changes import table_filter
     from binlake.binlog.files import read_part
-    from binlake.spark.arrow import events_to_batches
+    from binlake.cdc.arrow import events_to_batches
 
     tables = table_filter(tables_spec)
     rows = batches = 0
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     jobs = args.jobs or os.cpu_count() or 1
 
-    import binlake.spark.arrow  # noqa: F401  (imported once, before any fork)
+    import binlake.cdc.arrow  # noqa: F401  (imported once, before any fork)
 
     t0 = time.perf_counter()
     work = [(path, args.tables, args.batch_size) for path in args.files]

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from binlake.replica.position import Position
     from binlake.replica.stream import BinlogStream, StreamOptions
     from binlake.replica.url import ServerURL
-    from binlake.spark.arrow import MAX_BATCH_BYTES, CdcBatchBuilder
+    from binlake.cdc.arrow import MAX_BATCH_BYTES, CdcBatchBuilder
 
     resolver = None
     if args.schema_history:

@@ -13,8 +13,8 @@ from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError
 from binlake.binlog.files import read_events, read_part, split_points
-from binlake.spark import arrow
-from binlake.spark.arrow import CDC_SCHEMA, events_to_batches
+from binlake.cdc import arrow
+from binlake.cdc.arrow import CDC_SCHEMA, events_to_batches
 
 from corpus_index import corpus_files
 

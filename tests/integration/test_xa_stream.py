@@ -267,7 +267,7 @@ def test_a_filtered_decode_numbers_xa_rows_as_an_unfiltered_one(mariadb) -> None
     # the Spark files source's way: its decoder told between events what it may pass over
     from binlake.binlog.decoder import BinlogDecoder
     from binlake.binlog.files import read_events
-    from binlake.spark.arrow import events_to_batches
+    from binlake.cdc.arrow import events_to_batches
 
     last = Path(files[-1])
     assert start[0] == last.name

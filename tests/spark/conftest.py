@@ -17,7 +17,7 @@ import pytest
 
 from binlake.binlog.constants import ColumnType as T
 from binlake.cdc.changes import ChangeRecord
-from binlake.spark.arrow import file_index
+from binlake.cdc.arrow import file_index
 
 SPARK_DIR = Path(__file__).resolve().parent
 

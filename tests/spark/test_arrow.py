@@ -10,7 +10,7 @@ import pytest
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
-from binlake.spark.arrow import CDC_SCHEMA, events_to_batches, file_index, iter_cdc_batches
+from binlake.cdc.arrow import CDC_SCHEMA, events_to_batches, file_index, iter_cdc_batches
 
 pytestmark = pytest.mark.spark
 

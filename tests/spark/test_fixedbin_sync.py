@@ -18,7 +18,7 @@ from binlake.replica.stream import BinlogStream, StreamOptions
 from binlake.replica.url import ServerURL
 from binlake.spark import snapshot as S
 from binlake.snapshot.chunks import ShapeGuard
-from binlake.spark.arrow import iter_cdc_batches
+from binlake.cdc.arrow import iter_cdc_batches
 from binlake.spark.sync import SyncOptions, run_sync
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -20,7 +20,7 @@ from binlake.binlog.header import EventHeader
 from binlake.schema.tracker import SchemaTracker
 from binlake.spark import evolve
 from binlake.spark.apply import ApplyConfig, ApplyError, TableOptions, apply_batch, table_path
-from binlake.spark.arrow import CDC_DDL
+from binlake.cdc.arrow import CDC_DDL
 
 pytestmark = pytest.mark.spark
 

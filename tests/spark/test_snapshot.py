@@ -27,7 +27,7 @@ from binlake.snapshot.tables import describe_table
 from binlake.snapshot.values import RowFormatter
 from binlake.snapshot.watermarks import ROW_OP, SnapshotWatermarks
 from binlake.spark.snapshot import NAME, SnapshotDataSource, read_snapshot
-from binlake.spark.arrow import iter_cdc_batches
+from binlake.cdc.arrow import iter_cdc_batches
 
 pytestmark = pytest.mark.spark
 

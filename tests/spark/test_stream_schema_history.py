@@ -22,7 +22,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from binlake.errors import ConfigError
-from binlake.spark.arrow import file_index
+from binlake.cdc.arrow import file_index
 from binlake.spark.stream_source import (
     BinlogStreamReader, OffsetUnavailable, load_schema_history,
 )

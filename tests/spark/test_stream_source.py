@@ -24,7 +24,7 @@ from binlake.errors import ConfigError
 from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
 from binlake.replica.position import TransactionBoundaries
-from binlake.spark.arrow import file_index
+from binlake.cdc.arrow import file_index
 from binlake.spark.stream_source import (
     BinlogRange, BinlogStreamReader, OffsetUnavailable, RangeIncomplete,
 )

@@ -65,7 +65,7 @@ def apply_binlog(spark: Any, mariadb: Any, start: tuple[str, int], warehouse: Pa
     from binlake.replica.stream import BinlogStream, StreamOptions
     from binlake.replica.url import ServerURL
     from binlake.spark.apply import ApplyConfig, apply_batch
-    from binlake.spark.arrow import iter_cdc_batches
+    from binlake.cdc.arrow import iter_cdc_batches
     from binlake.schema.spec import read_table_spec
 
     from binlake.replica.range_schema import range_tracker

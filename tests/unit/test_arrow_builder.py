@@ -9,8 +9,8 @@ import pytest
 
 from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
-from binlake.spark import arrow
-from binlake.spark.arrow import CDC_SCHEMA, CdcBatchBuilder, events_to_batches, iter_cdc_batches
+from binlake.cdc import arrow
+from binlake.cdc.arrow import CDC_SCHEMA, CdcBatchBuilder, events_to_batches, iter_cdc_batches
 
 FILES = ("row-full-metafull-crc32", "row-minimal-metaminimal-crc32", "statement-mixed",
          "gtid-domains-xa", "large-event")

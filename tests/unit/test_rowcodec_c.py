@@ -277,12 +277,12 @@ def test_many_pairs_and_errors_keep_the_good_rows() -> None:
         dec(bad, 0)
 
 
-# -- JSON images: the C writer against the Python encoder of spark/arrow.py -------------------
+# -- JSON images: the C writer against the Python encoder of cdc/arrow.py ----------------
 
 def _json_pair(cols: list[ColumnInfo], present: list[bool]):
     from binlake.binlog.columns.rowcodec import compile_json_row_decoder
     from binlake.binlog.table_map import TableMapEvent
-    from binlake.spark.arrow import image_encoder
+    from binlake.cdc.arrow import image_encoder
 
     names = [f"c{c.index}" for c in cols]
     named = [dataclasses.replace(c, name=n) for c, n in zip(cols, names)]

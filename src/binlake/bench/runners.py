@@ -622,7 +622,7 @@ class TransferFloor(Runner):
 
 
 class BinlakeArrow(Runner):
-    """Hook for the Arrow path (binlake.spark.arrow): decode FILES into CDC record batches.
+    """Hook for the Arrow path (binlake.cdc.arrow): decode FILES into CDC record batches.
 
     Opt-in (``--tools binlake-arrow``) until the Spark side settles its API; the script lives
     in benchmarks/arrow_decode.py.

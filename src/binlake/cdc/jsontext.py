@@ -1,7 +1,7 @@
 """The CDC JSON text of one value, per column type: what `before`/`after` images carry; and
 the lines `decode` and `stream` print (--output jsonl and text), in C with a Python twin.
 
-Shared by the Arrow builder (spark/arrow.py), the snapshot reader and the C image encoder
+Shared by the Arrow builder (cdc/arrow.py), the snapshot reader and the C image encoder
 (binlog/columns/_speedups.c writes the common types itself and calls these for the rest),
 so every path writes byte-identical images.
 """

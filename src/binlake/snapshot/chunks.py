@@ -10,7 +10,7 @@ from .._util.recent import make_room
 from ..replica.position import Position
 from ..replica.url import ServerURL
 from ..schema.spec import SERVER_TEXT_TYPES
-from ..spark.arrow import image_encoder
+from ..cdc.arrow import image_encoder
 from ..binlog.values import ABSENT
 from .plan import Chunk, range_predicate
 from .server import (

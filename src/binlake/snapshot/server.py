@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import BinlakeError
 from ..replica.url import ServerURL
-from ..spark.arrow import file_index
+from ..cdc.arrow import file_index
 
 
 class SnapshotError(BinlakeError):

@@ -30,7 +30,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..binlog.files import SPLIT_BYTES, split_points
-from .arrow import CDC_DDL, file_index
+from ..cdc.arrow import CDC_DDL, file_index
 
 NAME = "binlake"
 _NUMBERED = re.compile(r"\.\d+$")
@@ -117,7 +117,7 @@ class BinlogFilesReader(DataSourceReader):
         from ..cdc.changes import prepared_records, table_filter
         from ..errors import ConfigError
         from ..binlog.files import locate_prepared, read_part, read_range
-        from .arrow import events_to_batches
+        from ..cdc.arrow import events_to_batches
 
         assert isinstance(partition, BinlogFile)
         keys = None

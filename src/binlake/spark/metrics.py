@@ -69,7 +69,7 @@ class SyncMetrics:
             if lag_s is not None:
                 v["binlake_sync_lag_seconds"] = round(lag_s, 3)
             if end is not None:
-                from .arrow import file_index
+                from ..cdc.arrow import file_index
 
                 v["binlake_sync_binlog_file_index"] = file_index(end[0])
                 v["binlake_sync_binlog_position"] = end[1]

@@ -34,7 +34,7 @@ from ..snapshot.server import SnapshotError
 from ..snapshot.tables import NO_KEY_POLICIES, SnapshotTable
 from ..snapshot.values import bound_json
 from ..snapshot.watermarks import CHUNK_OP, ROW_OP, SnapshotWatermarks, watermarks_from_rows
-from .arrow import CDC_DDL, CDC_SCHEMA, SEQ_TYPE, file_index
+from ..cdc.arrow import CDC_DDL, CDC_SCHEMA, SEQ_TYPE, file_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession

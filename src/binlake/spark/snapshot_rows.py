@@ -41,7 +41,7 @@ from ..snapshot.plan import Chunk
 from ..snapshot.server import SnapshotError
 from ..snapshot.values import RowFormatter, server_text
 from ..binlog.values import Geometry
-from .arrow import SEQ_TYPE, file_index
+from ..cdc.arrow import SEQ_TYPE, file_index
 from .tables import KNOWN, plan_table, quote_name, table_path, target_schema
 from .typing import image_schema, spark_schema, typed_value
 

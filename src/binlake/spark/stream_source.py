@@ -99,7 +99,7 @@ from ..replica.position import BoundaryError, Position, TransactionBoundaries
 from ..replica.stream import PositionUnavailable
 from ..replica.url import ServerURL
 from ..cdc.xa import PreparedRange, XaLedger
-from .arrow import file_index
+from ..cdc.arrow import file_index
 from .files_source import BinlogFilesDataSource
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -1116,7 +1116,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Replay exactly `[start, end)` as CDC Arrow batches; fail unless `end` is reached."""
         from ..replica.stream import BinlogStream, StreamOptions
-        from .arrow import MAX_BATCH_BYTES, CdcBatchBuilder
+        from ..cdc.arrow import MAX_BATCH_BYTES, CdcBatchBuilder
 
         assert isinstance(partition, BinlogRange)
         p = partition

@@ -35,7 +35,7 @@ from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from ..progress import Progress
 from .apply import ApplyConfig, TableOptions, apply_batch
-from .arrow import file_index
+from ..cdc.arrow import file_index
 from .metrics import SyncMetrics
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -310,7 +310,7 @@ def repair(spark: "SparkSession", src: Any, warehouse: str, plan: Plan, lake: La
 
     from ..verify.progress import file_index
     from .apply import ApplyConfig, TableOptions, apply_batch
-    from .arrow import CDC_SCHEMA, SEQ_TYPE
+    from ..cdc.arrow import CDC_SCHEMA, SEQ_TYPE
     from ..schema.spec import read_table_spec
     from ..snapshot.tables import describe_table
     from ..snapshot.values import RowFormatter

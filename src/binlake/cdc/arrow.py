@@ -26,11 +26,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from ..binlog.columns.rowcodec import _speedups
+from ..binlog.columns.native import speedups as _speedups
 from ..binlog.events import Event, RowsEvent
 from ..binlog.table_map import TableMapEvent
-from ..cdc.jsontext import dumps, json_string, value_expr
-from ..cdc.changes import ChangeRecord, ChangeTracker, left_out_rows_needed
+from .jsontext import dumps, json_string, value_expr
+from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
 from ..binlog.values import ABSENT
 
 SEQ_TYPE = pa.struct([
