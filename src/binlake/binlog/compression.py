@@ -191,7 +191,7 @@ def query_compressed_offset(event: Buffer, *, post_header_len: int = 13, checksu
     if end < HEADER_LEN + post_header_len:
         raise TruncatedError("QUERY_COMPRESSED ends inside its post-header", event_type="MARIADB_QUERY_COMPRESSED")
     db_len = event[HEADER_LEN + 8]
-    (status_len,) = _U16.unpack_from(event, HEADER_LEN + 11)
+    status_len: int = _U16.unpack_from(event, HEADER_LEN + 11)[0]
     start = HEADER_LEN + post_header_len + status_len + db_len + 1
     if start >= end:
         raise TruncatedError("QUERY_COMPRESSED ends before its query text", event_type="MARIADB_QUERY_COMPRESSED")
@@ -385,7 +385,7 @@ def _byte_view(buf: Buffer) -> memoryview:
 
 def _check_inner_header(buf: Buffer, pos: int, remaining: int) -> int:
     """The inner event's size, checked against what is left of the payload."""
-    (size,) = _U32.unpack_from(buf, pos + 9)
+    size: int = _U32.unpack_from(buf, pos + 9)[0]
     if size < HEADER_LEN:
         raise DecodeError(f"inner event at payload offset {pos} has length {size}", event_type=_TP)
     if size > remaining:

@@ -32,6 +32,7 @@ import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -141,12 +142,12 @@ def _ecb_block(key: bytes, block: bytes) -> bytes:
     return enc.update(block) + enc.finalize()
 
 
-def _xor(data: bytes | memoryview, mask: bytes) -> bytes:
+def _xor(data: bytes | bytearray | memoryview, mask: bytes) -> bytes:
     n = len(data)
     return (int.from_bytes(data, "little") ^ int.from_bytes(mask[:n], "little")).to_bytes(n, "little")
 
 
-def _cbc_nopad_decrypt(key: bytes, iv: bytes, data: bytes | memoryview) -> bytes:
+def _cbc_nopad_decrypt(key: bytes, iv: bytes, data: bytes | bytearray | memoryview) -> bytes:
     """MariaDB's AES-CBC without padding: CBC on whole blocks, ECB(IV)-mask on the tail."""
     full = len(data) - len(data) % _BLOCK
     out = b""
@@ -158,7 +159,7 @@ def _cbc_nopad_decrypt(key: bytes, iv: bytes, data: bytes | memoryview) -> bytes
     return out
 
 
-def _ctr_crypt(key: bytes, iv: bytes, data: bytes | memoryview) -> bytes:
+def _ctr_crypt(key: bytes, iv: bytes, data: bytes | bytearray | memoryview) -> bytes:
     dec = Cipher(algorithms.AES(key), modes.CTR(iv)).decryptor()
     return dec.update(data) + dec.finalize()
 
@@ -269,9 +270,10 @@ class BinlogDecryptor:
 
 def _pick_key(keys: KeyMap, key_id: int, key_version: int) -> bytes:
     """The key for (key_id, key_version): an exact (id, version) entry, else id when version 1."""
-    key = keys.get((key_id, key_version))
+    by_id: Mapping[Any, bytes] = keys  # (keys by id alone, or by id and version too)
+    key = by_id.get((key_id, key_version))
     if key is None:
-        key = keys.get(key_id)
+        key = by_id.get(key_id)
         if key is not None and key_version != 1:
             raise ConfigError(
                 f"the binlog was encrypted with version {key_version} of key {key_id}; "

@@ -8,13 +8,23 @@ Events that MySQL wraps in a TRANSACTION_PAYLOAD carry the payload's offsets plu
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 from .constants import EventType
 from .header import EventHeader
 
 if TYPE_CHECKING:
     from .table_map import TableMapEvent
+
+
+class EventBase(TypedDict):
+    """The fields every event has, as the decoder hands them to the codecs, which make
+    `SomeEvent(**base, ...)`."""
+
+    header: EventHeader
+    file: str | None
+    offset: int
+    end: int
 
 
 @dataclass(slots=True, kw_only=True, repr=False, eq=False)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 from .constants import EventType
 from .makers import slot_maker
@@ -26,7 +27,7 @@ class EventHeader:
         return EventType.name_of(self.type_code)
 
 
-make_header = slot_maker(EventHeader)
+make_header: Callable[[int, int, int, int, int, int], EventHeader] = slot_maker(EventHeader)
 """EventHeader(timestamp, type_code, server_id, event_size, log_pos, flags), positionally."""
 
 

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from ..errors import DecodeError
 from .constants import ColumnType
-from .events import Event
+from .events import Event, EventBase
+from .header import EventHeader
 from .makers import slot_maker
 from .wire import bitmap_bits, bitmap_bits_msb, need, packed_int, raw, text, uint_n
 
@@ -123,7 +124,7 @@ class TableMapEvent(Event):
     def qualified_name(self) -> str:
         return f"{self.schema}.{self.table}"
 
-    def moved(self, header: Any, file: str | None, offset: int, end: int) -> "TableMapEvent":
+    def moved(self, header: EventHeader, file: str | None, offset: int, end: int) -> "TableMapEvent":
         """The same map met again at another place: a copy sharing its parse and compiled
         decoders. Why a slot maker, not dataclasses.replace or the class: both run Python
         per field, and this runs for every TABLE_MAP of a busy binlog (one per transaction
@@ -133,7 +134,7 @@ class TableMapEvent(Event):
                                self.primary_key, self.primary_key_prefixes,
                                self.has_optional_metadata, self.row_decoders)
 
-    def renumbered(self, table_id: int, header: Any, file: str | None, offset: int,
+    def renumbered(self, table_id: int, header: EventHeader, file: str | None, offset: int,
                    end: int) -> "TableMapEvent":
         """The same map under another table id (the server opened the table again), met at
         another place: a copy sharing its parse and compiled decoders, which depend on the
@@ -144,7 +145,7 @@ class TableMapEvent(Event):
                                self.has_optional_metadata, self.row_decoders)
 
     def with_columns(self, columns: list[ColumnInfo], primary_key: tuple[int, ...] | None,
-                     row_decoders: dict[Any, Callable] | None = None) -> "TableMapEvent":
+                     row_decoders: dict[Any, Any] | None = None) -> "TableMapEvent":
         """A copy with columns filled in by a schema resolver: a fresh decoder cache, or
         `row_decoders`, the cache of an earlier copy of the same table with these same
         columns and key (what it compiled fits them)."""
@@ -176,7 +177,9 @@ _TABLE_MAP_FIELDS = ("header", "file", "offset", "end", "inner_index", "table_id
                      "has_optional_metadata", "row_decoders")
 if tuple(f.name for f in fields(TableMapEvent)) != _TABLE_MAP_FIELDS:  # pragma: no cover
     raise ImportError("TableMapEvent's fields changed: update _TABLE_MAP_FIELDS and its users")
-_make_table_map = slot_maker(TableMapEvent)
+_make_table_map: Callable[[EventHeader, str | None, int, int, int | None, int, int, str, str,
+                           list[ColumnInfo], tuple[int, ...] | None, tuple[int, ...] | None,
+                           bool, dict[Any, Any]], TableMapEvent] = slot_maker(TableMapEvent)
 """Every field positionally, in _TABLE_MAP_FIELDS order."""
 
 
@@ -218,7 +221,7 @@ def _real_string_type(meta: int) -> tuple[int, int]:
     return T.STRING, b1
 
 
-def decode_table_map(body: memoryview, base: dict, post_header_len: int,
+def decode_table_map(body: memoryview, base: EventBase, post_header_len: int,
                      mariadb: bool = False) -> TableMapEvent:
     pos = 0
     id_len = 4 if post_header_len == 6 else 6

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .columns.json_diff import JsonDiff
 
 
 class _Absent:
@@ -126,4 +130,4 @@ class JsonPatch:
     event (binlog_row_image=MINIMAL): the diffs to apply to the stored document, with
     `binlake.binlog.columns.json_diff.apply_json_diffs(document, list(patch.diffs))`."""
 
-    diffs: tuple
+    diffs: tuple[JsonDiff, ...]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from ..binlog.constants import ColumnType as T
 from .changes import formatter_for, json_value
 
 
-def json_text(v: Any) -> Any:
+def json_text(v: Any) -> str:
     """A JSON column value as JSON text (MariaDB's JSON is LONGTEXT: already text)."""
     if isinstance(v, str):
         return v
@@ -23,7 +23,7 @@ def json_text(v: Any) -> Any:
 
 
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-json_string = json.encoder.encode_basestring  # type: ignore[attr-defined]  # C: str -> JSON string
+json_string: Callable[[str], str] = json.encoder.encode_basestring  # C: str -> JSON string
 
 
 def datetime_text(fsp: int, utc: bool) -> Callable[[Any], str]:
@@ -34,7 +34,8 @@ def datetime_text(fsp: int, utc: bool) -> Callable[[Any], str]:
 
     def text(v: Any) -> str:
         if type(v) is not dt.datetime:
-            return v.text  # InvalidTemporal: zero dates keep MySQL's text
+            zero: str = v.text  # InvalidTemporal: zero dates keep MySQL's text
+            return zero
         return v.isoformat(timespec="microseconds")[:cut] + zone
     return text
 
@@ -71,7 +72,8 @@ def value_text_function(c: Any) -> Callable[[Any], str]:
     ns: dict[str, Any] = {"json_string": json_string, "_date": dt.date}
     expr = value_expr(c, "c", ns)
     exec(compile(f"def text(v):\n    return {expr}\n", "<binlake value text>", "exec"), ns)
-    return ns["text"]
+    text: Callable[[Any], str] = ns["text"]
+    return text
 
 
 # -- JSON lines of change records (`decode` and `stream` --output jsonl) ----------------------
@@ -153,7 +155,7 @@ def _dumps_spaced(v: Any) -> str:
 
 def _plan(tm: Any, key: str, column_key: Callable[[str], bytes],
           encode: Callable[[Any], str]) -> Plan | None:
-    cached = tm.row_decoders.get(key, False)
+    cached: Plan | None | Literal[False] = tm.row_decoders.get(key, False)
     if cached is not False:
         return cached
     names = list(tm.column_names)
@@ -188,7 +190,8 @@ def jsonl_value_text(c: Any) -> Callable[[Any], str]:
 def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
     from ..binlog.columns.native import function, prepare_float_text
 
-    jsonl, text = function("jsonl_records"), function("text_records")
+    jsonl: Callable[..., bytes] | None = function("jsonl_records")
+    text: Callable[..., bytes] | None = function("text_records")
     if jsonl is None or text is None:
         return records_jsonl_python, records_text_python
     prepare_float_text()

@@ -113,7 +113,7 @@ def stream(url: str, checkpoint: str | None, start_pos: str | None, gtid: str | 
                     # The history must cover the checkpoint: saved first.
                     from ..schema.history import history_path
 
-                    hpath = history_path(checkpoint)
+                    hpath = history_path(store.path)
                     if tracker.dirty or not hpath.exists():
                         tracker.save(hpath)
                 size = sink.durable_size()

@@ -14,7 +14,7 @@ import select
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     import ssl
@@ -227,7 +227,9 @@ class MySQLConnection:
 
     @property
     def tls_version(self) -> str | None:
-        return self._sock.version() if self.tls else None
+        sock = self._sock
+        ssl = sys.modules.get("ssl")
+        return sock.version() if ssl is not None and isinstance(sock, ssl.SSLSocket) else None
 
     @property
     def closed(self) -> bool:
@@ -514,7 +516,7 @@ class MySQLConnection:
 
 
 def connect(host: str, port: int = 3306, user: str = "root", password: str | None = None,
-            **options) -> MySQLConnection:
+            **options: Any) -> MySQLConnection:
     """Shorthand for MySQLConnection.connect(...)."""
     return MySQLConnection.connect(host, port, user, password, **options)
 

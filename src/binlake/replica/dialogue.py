@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from ..errors import ProtocolError, ServerError
 from ..protocol.replication import (BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, BinlogDump,
                                     BinlogDumpGtid, RegisterReplica)
-from .._util.versions import version_tuple  # noqa: F401 - re-exported for the stream
+from ..protocol.results import Row
+from .._util.versions import version_tuple as version_tuple  # (spark/stream_source uses it)
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -78,6 +79,19 @@ def binlog_dump_gtid_payload(gtid_data: bytes, server_id: int, non_block: bool,
 def semi_sync_ack_payload(file: str, pos: int) -> bytes:
     """The ACK a semi-sync replica sends: magic, 8-byte position, file name."""
     return bytes([SEMI_SYNC_MAGIC]) + struct.pack("<Q", pos) + file.encode()
+
+
+def not_null(value: str | None, what: str) -> str:
+    """A result-set value the server never leaves NULL; NULL is a protocol error naming it."""
+    if value is None:
+        raise ProtocolError(f"the primary answered NULL for {what}")
+    return value
+
+
+def binary_logs(rows: list[Row]) -> list[tuple[str, int]]:
+    """SHOW BINARY LOGS as (file name, size in bytes), oldest first."""
+    return [(not_null(r[0], "a binlog file name"), int(not_null(r[1], "a binlog file size")))
+            for r in rows]
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields as dataclass_fields
-from typing import Any
+from typing import Any, Callable
 
 from ..binlog.events import (
     STMT_END_F, Event, GtidEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent, XidEvent,
@@ -129,7 +129,8 @@ class Position:
 if tuple(f.name for f in dataclass_fields(Position)) != (  # pragma: no cover
         "file", "pos", "gtid_set", "gtid_state", "rows_done", "tx_gtid", "xa_prepared"):
     raise ImportError("Position's fields changed: update make_position's callers")
-make_position = slot_maker(Position)
+make_position: Callable[[str | None, int, str | None, str | None, int, str | None,
+                         tuple[PreparedRange, ...]], Position] = slot_maker(Position)
 """Position(file, pos, gtid_set, gtid_state, rows_done, tx_gtid, xa_prepared), every field
 given in order, filled in C without the frozen dataclass's __init__: a stream makes two
 per transaction (its boundary and the position handed to on_commit), so on one-row

@@ -21,6 +21,7 @@ from ..errors import BinlakeError, ConfigError, ServerError
 from ..cdc.table_patterns import compile_patterns, parse_patterns
 from . import dialogue as dlg
 from .connection import MySQLConnection
+from .._util.versions import version_tuple
 
 ER_SPECIFIC_ACCESS_DENIED = 1227
 ER_ACCESS_DENIED = 1045
@@ -103,7 +104,7 @@ def _may_replicate(conn: MySQLConnection, server_id: int) -> bool:
 def _binlog_status_denied(conn: MySQLConnection) -> list[str]:
     """The privileges the server names when it refuses SHOW MASTER STATUS (SUPER left out:
     never the one to grant a replica); [] when it answers."""
-    mysql84 = conn.flavor == "mysql" and dlg.version_tuple(conn.server_version) >= (8, 4, 0)
+    mysql84 = conn.flavor == "mysql" and version_tuple(conn.server_version) >= (8, 4, 0)
     try:
         rs = conn.query("SHOW BINARY LOG STATUS" if mysql84 else "SHOW MASTER STATUS")
     except ServerError as exc:

@@ -13,14 +13,14 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from ..errors import ConfigError
 
 
 class OutputSink:
     def __init__(self, path: str | None, resume_bytes: int | None) -> None:
-        self._bin: IO[bytes] | None | bool = False  # (found on the first write_bytes)
+        self._bin: IO[bytes] | None | Literal[False] = False  # (found on the first write_bytes)
         self._text_pending = True  # text may sit in fh's buffer (stdout): flushed once
         try:
             self._open(path, resume_bytes)
@@ -32,7 +32,7 @@ class OutputSink:
 
     def _open(self, path: str | None, resume_bytes: int | None) -> None:
         self.path = Path(path) if path else None
-        self._raw = None
+        self._raw: io.BufferedWriter[io.RawIOBase] | None = None
         if self.path is None:
             self.fh: IO[str] = sys.stdout
             return
@@ -49,12 +49,12 @@ class OutputSink:
                 f"the output file {self.path} has {size or 0} bytes, but the checkpoint says "
                 f"{resume_bytes} were written" + ("" if size is not None else " (the file is missing)"),
                 hint="restore the output file, or remove the checkpoint and the file to start over")
-        raw = open(self.path, ("r+" if size is not None else "w") + "b")
+        f = open(self.path, "r+b") if size is not None else open(self.path, "wb")
         if resume_bytes is not None:
-            raw.truncate(resume_bytes)  # drop what was written after the last checkpoint
-        raw.seek(0, io.SEEK_END)
+            f.truncate(resume_bytes)  # drop what was written after the last checkpoint
+        f.seek(0, io.SEEK_END)
         # Lines go out in writes of up to 1 MiB (flushed at each checkpoint and at close).
-        raw = io.BufferedWriter(raw.detach(), buffer_size=1 << 20)  # type: ignore[assignment]
+        raw = io.BufferedWriter(f.detach(), buffer_size=1 << 20)
         self._raw = raw
         self.fh = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
 
@@ -78,14 +78,15 @@ class OutputSink:
 
     @property
     def _binary(self) -> IO[bytes] | None:
-        if self._bin is False:
+        found = self._bin
+        if found is False:
             import codecs
 
             enc = getattr(self.fh, "encoding", None)
-            raw = getattr(self.fh, "buffer", None)
+            raw: IO[bytes] | None = getattr(self.fh, "buffer", None)
             ok = raw is not None and enc and codecs.lookup(enc).name == "utf-8" and os.linesep == "\n"
-            self._bin = raw if ok else None
-        return self._bin  # type: ignore[return-value]
+            found = self._bin = raw if ok else None
+        return found
 
     def durable_size(self) -> int | None:
         """Flush and fsync; the size to store in the checkpoint (None for stdout, a FIFO or

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, cast, overload
 
 from ..binlog.codecs.rows import FAST_TYPES
 from ..binlog.constants import ChecksumAlg, ColumnType, EventType
@@ -24,6 +24,7 @@ from ..binlog.events import (
 from ..binlog.table_map import TableMapEvent
 from ..cdc.changes import ChangeRecord, ChangeTracker, no_table
 from ..errors import BinlakeError, ConfigError, ServerError
+from .._util.versions import version_tuple
 from ..gtid.sets import MariaGtidState, MySQLGtidSet, parse_gtid
 from . import dialogue as dlg
 from .connection import ConnectionFailed, ConnectionLost, MySQLConnection, ReadTimeout
@@ -54,8 +55,40 @@ Why the group events: a small transaction is four events, and each taken the gen
 cost more than the run's whole work for it. (A schema resolver sees the TABLE_MAPs a run takes:
 the C scanner calls it.)"""
 
-_MERGED = object()
+class _Merged:
+    """The type of `_MERGED`."""
+
+
+_MERGED = _Merged()
 """_serve's `batched` for batches(per_event=False): lists may span rows events."""
+
+_Batched = bool | _Merged
+"""False: records one by one; True: a list per rows event (or statement); _MERGED: lists
+that may span rows events."""
+
+_Out = ChangeRecord | list[ChangeRecord]
+"""What the main loop hands out: a record, or a list of them when batched."""
+
+
+class _GroupRun(Protocol):
+    """A group run of `BinlogDecoder.scan_packets` (group=True), as the main loop drives it:
+    `records` (a key) turns it to records mode, which hands out lists of change records of
+    kept rows events (`batch_events` events, `batch_rows` rows each); `gtid` and `merge` say
+    the open transaction's GTID and whether its rows events may be merged. Else as
+    `PacketRun`, whose __iter__ hands out events only."""
+
+    pos: int
+    seq: int
+    skipped: int
+    skipped_rows: int
+    skip: int
+    records: tuple[str, Any] | None
+    gtid: str | None
+    merge: bool
+    batch_events: int
+    batch_rows: int
+
+    def __iter__(self) -> Iterator[Event | list[ChangeRecord]]: ...
 
 _RECORD_EVENTS = (QueryEvent, XaPrepareEvent)
 """Events besides rows events that may hand out records (_handle): TRUNCATE, statement DML,
@@ -133,8 +166,9 @@ class StreamOptions:
     tables: Callable[[str, str], bool] | None = None
     verify_checksums: bool = True
     table_resolver: TableResolver | None = None
-    json_images: bool = False
-    """Records carry their images as CDC JSON bytes written in C (the Spark source's path)."""
+    json_images: bool | str = False
+    """Records carry their images as CDC JSON bytes written in C (the Spark source's path);
+    "lines": the same for the JSON lines of binlake stream (see cdc.jsontext.images_for)."""
     replica_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     hostname: str = "binlake"
     on_commit: Callable[[Position], None] | None = None
@@ -280,7 +314,7 @@ class BinlogStream:
         """(file, pos, gtid) of the primary's binlog end; the GTID position is that of the
         same file:pos (MariaDB computes it from the binlog, so a concurrent commit cannot
         slip in between)."""
-        major = dlg.version_tuple(conn.server_version)
+        major = version_tuple(conn.server_version)
         stmt = ("SHOW BINARY LOG STATUS" if conn.flavor == "mysql" and major >= (8, 4, 0)
                 else "SHOW MASTER STATUS")
         rs = conn.query(stmt)
@@ -288,7 +322,8 @@ class BinlogStream:
             raise ConfigError(f"{self.url} has binary logging disabled",
                               hint="start the server with log_bin and binlog_format=ROW")
         row = rs.rows[0]
-        file, pos = row[0], int(row[1])
+        file = dlg.not_null(row[0], f"the binlog file in {stmt}")
+        pos = int(dlg.not_null(row[1], f"the binlog position in {stmt}"))
         gtid = None
         if conn.flavor == "mariadb":
             name = file.replace("\\", "\\\\").replace("'", "\\'")
@@ -433,7 +468,13 @@ class BinlogStream:
         event), for consumers that do not need the events apart (the CLI)."""
         return self._serve(batched=True if per_event else _MERGED)
 
-    def _serve(self, batched: bool | object) -> Iterator:
+    @overload
+    def _serve(self, batched: Literal[False]) -> Iterator[ChangeRecord]: ...
+
+    @overload
+    def _serve(self, batched: Literal[True] | _Merged) -> Iterator[list[ChangeRecord]]: ...
+
+    def _serve(self, batched: _Batched) -> Iterator[_Out]:
         wait = 0.5
         self._reader = threading.get_ident()
         try:
@@ -565,7 +606,7 @@ class BinlogStream:
         finally:
             self._interruptible = False
 
-    def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: bool | object) -> Iterator:
+    def _run(self, conn: MySQLConnection, dec: BinlogDecoder, batched: _Batched) -> Iterator[_Out]:
         """Records (batched: lists of records) until the end or a stop."""
         tracker = ChangeTracker(self.options.tables, xa=self._xa, reread=self._reread,
                                 locate=self._locate, walk=self.options.xa_walk,
@@ -587,7 +628,8 @@ class BinlogStream:
         tx = self._tx
         scan_next = not semi  # (semi-sync packets carry a header the scan does not take)
         while True:
-            run = None
+            run: _GroupRun | None = None
+            events: Iterable[Event | list[ChangeRecord]] | None
             passing = False
             if scan_next and self._started and not self._stop_requested:
                 # The common rows events already received, framed and decoded by one C
@@ -605,7 +647,7 @@ class BinlogStream:
                     # passes them over and says how many rows it counted. The run's `skip`
                     # follows the transactions its GTIDs and XIDs open and close (below).
                     dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
-                    run = dec.scan_packets(*unread, group=True)
+                    run = cast("_GroupRun | None", dec.scan_packets(*unread, group=True))
                     if run is not None and merge_key is not None and not self._skip:
                         run.records, run.gtid, run.merge = merge_key, tracker.gtid, passing
             if run is not None:
@@ -617,10 +659,11 @@ class BinlogStream:
                 if events is None:
                     return
                 scan_next = not semi
-            last: Event | None = None
+            last: Event | list[ChangeRecord] | None = None
             try:
                 for ev in events:
-                    if type(ev) is list:  # records mode: kept rows events' records, in order
+                    if isinstance(ev, list):  # records mode: kept rows events' records, in order
+                        assert run is not None  # (only a run hands out lists)
                         self.events_seen += run.batch_events
                         last = ev
                         if run.skipped_rows != skipped_rows:  # (rows passed over before them)
@@ -633,7 +676,8 @@ class BinlogStream:
                         continue
                     self.events_seen += 1
                     last = ev
-                    if passing and run.skipped_rows != skipped_rows:  # (before this event)
+                    if passing and run is not None and run.skipped_rows != skipped_rows:
+                        # (rows passed over before this event)
                         self._passed_over(run.skipped_rows - skipped_rows)
                         skipped_rows = run.skipped_rows
                     if isinstance(ev, RowsEvent):
@@ -701,6 +745,7 @@ class BinlogStream:
                 if self._tx.in_tx:
                     self._ack_pending = True  # ACK when the transaction is delivered
                 elif last is not None:
+                    assert not isinstance(last, list)  # (semi-sync reads take no runs)
                     self._ack(conn, dec, last)
             if self._at_end(end, stop_at):
                 self._check_stop_at()
@@ -769,6 +814,7 @@ class BinlogStream:
                                          hint="the primary is shutting down or dropped the replica; reconnecting")
                 self._check_stop_at()
                 return None, False
+            assert sp.event is not None  # (an "event" packet carries one)
             raw, need_ack = sp.event, sp.need_ack
             del sp
         self._got_event = True
@@ -808,10 +854,10 @@ class BinlogStream:
         may never write there (after a crash lost its binlog tail, the next events land at
         lower offsets): refuse it instead."""
         try:
-            logs = conn.query("SHOW BINARY LOGS").rows
+            logs = dlg.binary_logs(conn.query("SHOW BINARY LOGS").rows)
         except ServerError:
             return  # no BINLOG MONITOR privilege: the primary's own checks still apply
-        sizes = {row[0]: int(row[1]) for row in logs}
+        sizes = dict(logs)
         size = sizes.get(pos.file or "")
         if size is not None and pos.pos > size:
             raise PositionUnavailable(
@@ -832,7 +878,8 @@ class BinlogStream:
             return False
         return (b.file, b.pos) >= target
 
-    def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder, batched: bool) -> Iterator:
+    def _handle(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder,
+                batched: _Batched) -> Iterator[_Out]:
         """Every event but rows events (those are handled inline in _run); the ones that may
         hand out records (_RECORD_EVENTS) here, the others in _follow. The statement's
         records go out before its transaction is committed (and checkpointed)."""
@@ -867,13 +914,12 @@ class BinlogStream:
     def _follow(self, ev: Event, tracker: ChangeTracker, dec: BinlogDecoder) -> None:
         """An event that hands out no records (not a rows event, nor _RECORD_EVENTS): what it
         tells the tracker, the transaction boundaries and the position."""
-        t = type(ev)
-        if t is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
+        if type(ev) is TableMapEvent:  # the tracker's and the boundaries' no-op, quickly
             tracker.observe(ev)
             if ev.table_id not in self._unsigned_unknown:
                 self._warn_signedness(ev)
             return
-        if t is XidEvent:  # (the common close, without the tests below)
+        if type(ev) is XidEvent:  # (the common close, without the tests below)
             tracker.observe(ev)
             if self._tx.observe(ev):
                 self._commit(ev, dec)
@@ -991,7 +1037,7 @@ class BinlogStream:
                  "primary, then re-snapshot or resume past them with --gtid")
 
     def _deliver(self, n: int, indexed: Iterable[tuple[int, ChangeRecord]],
-                 batched: bool, runs: bool = False) -> Iterator:
+                 batched: _Batched, runs: bool = False) -> Iterator[_Out]:
         """Hand out one event's records, skipping those delivered before a reconnect/restart;
         the position counts each record as it goes (batched: the list it hands out at once),
         and all `n` units once done. runs: the records come from several rows events (an XA
@@ -1133,7 +1179,7 @@ def find_prepares(url: ServerURL, xids: set[str], before: tuple[str, int], *, se
     found or the oldest file is done."""
     with MySQLConnection.connect(url.host, url.port, url.user, url.password,
                                  **url.connect_kwargs()) as side:
-        logs = [(row[0], int(row[1])) for row in side.query("SHOW BINARY LOGS").rows]
+        logs = dlg.binary_logs(side.query("SHOW BINARY LOGS").rows)
     names = [name for name, _ in logs]
     file, pos = before
     if file not in names or not xids:

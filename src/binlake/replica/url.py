@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ConfigError
@@ -61,8 +62,8 @@ class ServerURL:
     def with_password(self, password: str | None) -> "ServerURL":
         return ServerURL(self.host, self.port, self.user, password, dict(self.options))
 
-    def connect_kwargs(self) -> dict:
-        kw: dict = {k: v for k, v in self.options.items() if k in ("ssl_mode", "ssl_ca", "ssl_cert",
+    def connect_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {k: v for k, v in self.options.items() if k in ("ssl_mode", "ssl_ca", "ssl_cert",
                                                                   "ssl_key", "server_public_key_path")}
         if "allow_public_key_retrieval" in self.options:
             kw["allow_public_key_retrieval"] = self.options["allow_public_key_retrieval"].lower() in ("1", "true", "yes")

@@ -22,6 +22,8 @@ from .model import Catalog, Collations, DatabaseDef, Index, TableDef
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 TableFilter = Callable[[str, str], bool]
 _SYS_LIST = ",".join(f"'{s}'" for s in sorted(SYSTEM_SCHEMAS))
+_TableInfo = dict[tuple[str, str], tuple[str, str | None]]
+"""(schema, table) key -> (TABLE_TYPE, TABLE_COLLATION) of the tables being read."""
 
 
 def default_filter(schema: str, table: str) -> bool:
@@ -61,10 +63,12 @@ def binlog_position(cur: Any) -> BinlogPos:
 def gtid_at(cur: Any, pos: BinlogPos, flavor: str) -> str | None:
     try:
         if flavor == "mariadb":
-            return _rows(cur, "SELECT BINLOG_GTID_POS(%s, %s)", (pos.file, pos.pos))[0][0]
-        return _rows(cur, "SELECT @@GLOBAL.gtid_executed")[0][0]
+            value = _rows(cur, "SELECT BINLOG_GTID_POS(%s, %s)", (pos.file, pos.pos))[0][0]
+        else:
+            value = _rows(cur, "SELECT @@GLOBAL.gtid_executed")[0][0]
     except Exception:  # noqa: BLE001 - GTIDs are informational here
         return None
+    return None if value is None else str(value)
 
 
 def read_collations(cur: Any) -> Collations:
@@ -91,7 +95,8 @@ def read_catalog(cur: Any, *, tables: TableFilter = default_filter,
     colls = collations or read_collations(cur)
     cat = Catalog(server_charset=info["charset"], server_collation=info["collation"],
                   lower_case_table_names=info["lower_case_table_names"], collations=colls)
-    where, args = f"NOT IN ({_SYS_LIST})", []
+    where = f"NOT IN ({_SYS_LIST})"
+    args: list[str] = []
     if only is not None:
         pairs = list(only)
         if not pairs:
@@ -109,7 +114,7 @@ def read_catalog(cur: Any, *, tables: TableFilter = default_filter,
         key = cat.key(schema, table)
         return tables(*key) and (wanted is None or key in wanted)
 
-    tinfo = {}
+    tinfo: _TableInfo = {}
     for schema, table, ttype, coll in _rows(
             cur, "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, TABLE_COLLATION FROM "
                  f"information_schema.TABLES WHERE TABLE_SCHEMA {where} AND TABLE_TYPE "
@@ -133,7 +138,7 @@ def read_catalog(cur: Any, *, tables: TableFilter = default_filter,
 
 
 def _read_indexes(cur: Any, where: str, args: list[str], cat: Catalog,
-                  tinfo: dict) -> dict[tuple[str, str], list[Index]]:
+                  tinfo: _TableInfo) -> dict[tuple[str, str], list[Index]]:
     parts: dict[tuple[str, str], dict[str, list[tuple[Any, ...]]]] = {}
     for schema, table, name, non_unique, seq, col, sub, itype in _rows(
             cur, "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, "
@@ -162,8 +167,10 @@ def _read_indexes(cur: Any, where: str, args: list[str], cat: Catalog,
 _JSON_CHECK_RE = re.compile(r"^\s*json_valid\s*\(\s*`?([^`()]+?)`?\s*\)\s*$", re.I)
 
 
-def _read_json_checks(cur: Any, where: str, args: list[str], cat: Catalog, tinfo: dict,
-                      info: dict[str, Any]) -> tuple[dict, dict]:
+def _read_json_checks(cur: Any, where: str, args: list[str], cat: Catalog, tinfo: _TableInfo,
+                      info: dict[str, Any]
+                      ) -> tuple[dict[tuple[str, str], set[str]],
+                                 dict[tuple[str, str], list[tuple[str, str]]]]:
     """MariaDB JSON columns: LONGTEXT + CHECK (json_valid(`col`)). MySQL has a real JSON type."""
     cols: dict[tuple[str, str], set[str]] = {}
     checks: dict[tuple[str, str], list[tuple[str, str]]] = {}

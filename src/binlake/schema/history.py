@@ -106,7 +106,7 @@ class DdlRecord:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "DdlRecord":
         return cls(d["file"], d["pos"], d["end"], d["statement"], d["schema"], d["kind"],
-                   d.get("gtid"), [(k, tuple(key), tuple(old) if old else None)  # type: ignore[misc]
+                   d.get("gtid"), [(k, tuple(key), tuple(old) if old else None)
                                    for k, key, old in d["changes"]], d.get("databases", []))
 
 

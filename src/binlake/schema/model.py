@@ -410,7 +410,7 @@ class TableDef:
             indexes=tuple(Index.from_dict(i) for i in d.get("indexes", ())),
             charset=d.get("charset"), collation=d.get("collation"),
             system_versioned=d.get("system_versioned", False), kind=d.get("kind", "table"),
-            json_checks=tuple(tuple(x) for x in d.get("json_checks", ())))  # type: ignore[misc]
+            json_checks=tuple(tuple(x) for x in d.get("json_checks", ())))
 
     def describe(self) -> str:
         """Compact shape for error messages."""

@@ -219,12 +219,14 @@ class SchemaTracker:
         self.dirty = False
         """True when the history changed since it was last saved or loaded."""
         self._last: tuple[tuple[str | None, int], DdlChange | None] | None = None
-        self._resolved: dict[tuple, tuple[TableDef, TableMapEvent]] = {}
+        self._resolved: dict[tuple[int, str, str, _Signature],
+                             tuple[TableDef, TableMapEvent]] = {}
         """(model identity, names, TABLE_MAP signature) -> the model and the first map filled
         from it: servers repeat the same TABLE_MAP for every transaction, and models are
         immutable. Later maps share its columns and its compiled row decoders (a fresh
         decoder cache for every transaction cost a compile and the slow path each)."""
-        self._by_parse: dict[int, tuple[list[ColumnInfo], TableDef, tuple, TableMapEvent,
+        self._by_parse: dict[int, tuple[list[ColumnInfo], TableDef,
+                                        tuple[str, str, tuple[int, ...] | None], TableMapEvent,
                                         Catalog | None]] = {}
         """id(columns of a parsed TABLE_MAP) -> (those columns, the model, the map's names and
         key, the filled map, the head catalog the model came from or None): the decoder hands
@@ -527,7 +529,8 @@ class SchemaTracker:
                 return self._record(ev, "refetch", changes, (), None)
         raise DdlApplyError(str(exc), statement=text, file=ev.file, pos=ev.offset) from None
 
-    def _refetch(self, keys: list[tuple[str, str]], since: BinlogPos) -> dict | None:
+    def _refetch(self, keys: list[tuple[str, str]], since: BinlogPos
+                 ) -> dict[tuple[str, str], TableDef | None] | None:
         assert self.connect is not None
         try:
             conn = self.connect()
@@ -550,7 +553,11 @@ _SIG_FIELDS = operator.attrgetter(
     "set_values", "geometry_type", "visible", "vector_dimensions", "is_json", "plugin_type")
 
 
-def _signature(tm: TableMapEvent) -> tuple:
+_Signature = tuple[tuple[tuple[Any, ...], ...], tuple[int, ...] | None, tuple[int, ...] | None]
+"""What of a TABLE_MAP a filled model depends on: per-column fields, key, key prefixes."""
+
+
+def _signature(tm: TableMapEvent) -> _Signature:
     return (tuple(map(_SIG_FIELDS, tm.columns)), tm.primary_key, tm.primary_key_prefixes)
 
 
@@ -640,7 +647,7 @@ def fill(tm: TableMapEvent, table: TableDef, collations: Any) -> TableMapEvent:
 
 # -- a model from a TABLE_MAP (on_drift="trust_binlog") ---------------------------------------
 
-_INT_NAMES = {v: k for k, v in INTEGER_TYPES.items()}
+_INT_NAMES: dict[int, str] = {v: k for k, v in INTEGER_TYPES.items()}
 _GEOM_NAMES = {v: k for k, v in GEOMETRY_TYPES.items()}
 _TEXT_BY_SIZE = {v: k for k, v in TEXT_TYPES.items()}
 _BLOB_BY_SIZE = {v: k for k, v in BLOB_TYPES.items()}
@@ -668,7 +675,7 @@ def _column_from_binlog(c: ColumnInfo) -> Column:
     t = c.type
     if t in _INT_NAMES:
         return Column(type=_INT_NAMES[t], **base)
-    simple = {T.FLOAT: "float", T.DOUBLE: "double", T.YEAR: "year", T.DATE: "date",
+    simple: dict[int, str] = {T.FLOAT: "float", T.DOUBLE: "double", T.YEAR: "year", T.DATE: "date",
               T.NEWDATE: "date", T.JSON: "json"}
     if t in simple:
         return Column(type=simple[t], **base)

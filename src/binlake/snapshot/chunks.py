@@ -204,7 +204,7 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
 
     t, chunk = res.chunk.table, res.chunk
     schema, table = t.schema.lower(), t.table.lower()
-    order = [KEY_ORDER[k] for k in t.kinds] if t.ordered else []
+    order = [KEY_ORDER[k] for k in t.kinds if k is not None] if t.ordered else []  # (all set)
     lo = _ordered(order, bound_json(t, chunk.lo)) if t.ordered and chunk.lo else None
     hi = _ordered(order, bound_json(t, chunk.hi)) if t.ordered and chunk.hi else None
 
@@ -229,6 +229,7 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
                                 "the snapshot of a chunk; its rows are not in the binlog",
                                 hint="use binlog_format=ROW for every writer")
         res.backfilled += 1
+        assert rec.table_map is not None  # (a row change's record carries its TABLE_MAP)
         enc = image_encoder(rec.table_map)
         if rec.before is not None:
             k, _ = _image_key(rec, rec.before, enc, t)

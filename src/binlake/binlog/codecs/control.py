@@ -8,14 +8,14 @@ from decimal import Decimal
 from ...errors import DecodeError
 from ..constants import EventType as E
 from ..events import (
-    AnnotateRowsEvent, BinlogCheckpointEvent, HeartbeatEvent, IncidentEvent, IntvarEvent,
+    AnnotateRowsEvent, BinlogCheckpointEvent, EventBase, HeartbeatEvent, IncidentEvent, IntvarEvent,
     OpaqueEvent, RandEvent, RotateEvent, RowsQueryEvent, StartEncryptionEvent, StopEvent,
     UserVarEvent, XaPrepareEvent, XidEvent,
 )
 from ..wire import packed_int, raw, text, u32, u64, uint_n
 
 
-def decode_rotate(body: bytes, base: dict, post_header_len: int) -> RotateEvent:
+def decode_rotate(body: bytes, base: EventBase, post_header_len: int) -> RotateEvent:
     position = 4
     pos = 0
     if post_header_len >= 8:
@@ -23,7 +23,7 @@ def decode_rotate(body: bytes, base: dict, post_header_len: int) -> RotateEvent:
     return RotateEvent(**base, next_file=text(body[pos:]), position=position)
 
 
-def decode_stop(body: bytes, base: dict) -> StopEvent:
+def decode_stop(body: bytes, base: EventBase) -> StopEvent:
     return StopEvent(**base)
 
 
@@ -33,13 +33,13 @@ def _exact(body: bytes, size: int, what: str) -> None:
                           hint="the event is malformed or corrupt")
 
 
-def decode_xid(body: bytes, base: dict) -> XidEvent:
+def decode_xid(body: bytes, base: EventBase) -> XidEvent:
     _exact(body, 8, "XID")
     xid, _ = u64(body, 0, "xid")
     return XidEvent(**base, xid=xid)
 
 
-def decode_intvar(body: bytes, base: dict) -> IntvarEvent:
+def decode_intvar(body: bytes, base: EventBase) -> IntvarEvent:
     _exact(body, 9, "INTVAR")
     kind, pos = uint_n(body, 0, 1, "intvar type")
     value, _ = u64(body, pos, "intvar value")
@@ -49,7 +49,7 @@ def decode_intvar(body: bytes, base: dict) -> IntvarEvent:
     return IntvarEvent(**base, kind=names[kind], value=value)
 
 
-def decode_rand(body: bytes, base: dict) -> RandEvent:
+def decode_rand(body: bytes, base: EventBase) -> RandEvent:
     _exact(body, 16, "RAND")
     s1, pos = u64(body, 0, "rand seed1")
     s2, _ = u64(body, pos, "rand seed2")
@@ -59,7 +59,7 @@ def decode_rand(body: bytes, base: dict) -> RandEvent:
 _UV_TYPES = {0: "STRING", 1: "REAL", 2: "INT", 3: "ROW", 4: "DECIMAL"}
 
 
-def decode_user_var(body: bytes, base: dict) -> UserVarEvent:
+def decode_user_var(body: bytes, base: EventBase) -> UserVarEvent:
     from ..columns.decimal import decode_decimal
 
     name_len, pos = u32(body, 0, "user var name length")
@@ -94,7 +94,7 @@ def decode_user_var(body: bytes, base: dict) -> UserVarEvent:
                         unsigned=unsigned)
 
 
-def decode_incident(body: bytes, base: dict) -> IncidentEvent:
+def decode_incident(body: bytes, base: EventBase) -> IncidentEvent:
     incident, pos = uint_n(body, 0, 2, "incident number")
     message = ""
     if pos < len(body):
@@ -104,11 +104,11 @@ def decode_incident(body: bytes, base: dict) -> IncidentEvent:
     return IncidentEvent(**base, incident=incident, message=message)
 
 
-def decode_heartbeat(body: bytes, base: dict) -> HeartbeatEvent:
+def decode_heartbeat(body: bytes, base: EventBase) -> HeartbeatEvent:
     return HeartbeatEvent(**base, log_file=text(body), log_pos=base["header"].log_pos)
 
 
-def decode_heartbeat_v2(body: bytes, base: dict) -> HeartbeatEvent:
+def decode_heartbeat_v2(body: bytes, base: EventBase) -> HeartbeatEvent:
     """MySQL 8.0.26+: TLV fields (1 = file name, 2 = position), 0 ends the header."""
     pos, log_file, log_pos = 0, "", base["header"].log_pos
     while pos < len(body):
@@ -124,29 +124,29 @@ def decode_heartbeat_v2(body: bytes, base: dict) -> HeartbeatEvent:
     return HeartbeatEvent(**base, log_file=log_file, log_pos=log_pos)
 
 
-def decode_rows_query(body: bytes, base: dict) -> RowsQueryEvent:
+def decode_rows_query(body: bytes, base: EventBase) -> RowsQueryEvent:
     # One length byte (truncated at 255, so unreliable) precedes the full statement.
     return RowsQueryEvent(**base, query=text(body[1:]))
 
 
-def decode_annotate_rows(body: bytes, base: dict) -> AnnotateRowsEvent:
+def decode_annotate_rows(body: bytes, base: EventBase) -> AnnotateRowsEvent:
     return AnnotateRowsEvent(**base, query=text(body))
 
 
-def decode_binlog_checkpoint(body: bytes, base: dict) -> BinlogCheckpointEvent:
+def decode_binlog_checkpoint(body: bytes, base: EventBase) -> BinlogCheckpointEvent:
     n, pos = u32(body, 0, "checkpoint file name length")
     name, _ = raw(body, pos, n, "checkpoint file name")
     return BinlogCheckpointEvent(**base, binlog_file=text(name))
 
 
-def decode_start_encryption(body: bytes, base: dict) -> StartEncryptionEvent:
+def decode_start_encryption(body: bytes, base: EventBase) -> StartEncryptionEvent:
     scheme, pos = uint_n(body, 0, 1, "encryption scheme")
     key_version, pos = u32(body, pos, "key version")
     nonce, _ = raw(body, pos, 12, "nonce")
     return StartEncryptionEvent(**base, scheme=scheme, key_version=key_version, nonce=nonce)
 
 
-def decode_xa_prepare(body: bytes, base: dict) -> XaPrepareEvent:
+def decode_xa_prepare(body: bytes, base: EventBase) -> XaPrepareEvent:
     one_phase, pos = uint_n(body, 0, 1, "one phase flag")
     fmt, pos = u32(body, pos, "xid format")
     glen, pos = u32(body, pos, "gtrid length")
@@ -159,7 +159,7 @@ def decode_xa_prepare(body: bytes, base: dict) -> XaPrepareEvent:
                           bqual=bqual)
 
 
-def decode_opaque(type_code: int, body: bytes, base: dict) -> OpaqueEvent:
+def decode_opaque(type_code: int, body: bytes, base: EventBase) -> OpaqueEvent:
     """Events without row data whose bodies binlake passes on whole: LOAD DATA blocks of
     statement-based replication, group-replication context and view changes."""
     fields: dict[str, object] = {}

@@ -23,7 +23,11 @@ Gtid_event's fields, by id: 0 gtid_flags (u8), 1 uuid (16 x varint byte), 2 gno 
 """
 from __future__ import annotations
 
-from ..events import GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent
+from typing import TypedDict
+
+from ..events import (
+    EventBase, GtidEvent, MariaGtidEvent, MariaGtidListEvent, PreviousGtidsEvent,
+)
 from ..wire import Buffer, packed_int, raw, u8, u32, u64, uint_n
 from ...errors import DecodeError
 from ...cdc.xa import xid_text
@@ -58,7 +62,19 @@ def _uuid_text(b: Buffer) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def decode_gtid(body: memoryview, base: dict) -> GtidEvent:
+class _GtidClock(TypedDict, total=False):
+    """The optional fields of a GTID event, each present when its bytes are."""
+
+    last_committed: int
+    sequence_number: int
+    immediate_commit_timestamp: int
+    original_commit_timestamp: int
+    transaction_length: int
+    immediate_server_version: int
+    original_server_version: int
+
+
+def decode_gtid(body: memoryview, base: EventBase) -> GtidEvent:
     """GTID (33) and ANONYMOUS_GTID (34), all layouts from 5.6 to 9.x.
 
     5.6 stops after the GNO; 5.7 adds the logical clock; 8.0 adds commit timestamps, the
@@ -75,7 +91,7 @@ def decode_gtid(body: memoryview, base: dict) -> GtidEvent:
             raise DecodeError(f"ANONYMOUS_GTID with GNO {gno} (must be 0)")
     elif not 1 <= gno <= _GNO_MAX:
         raise DecodeError(f"GTID with invalid GNO {gno}")
-    fields: dict = {}
+    fields: _GtidClock = {}
     n = len(body)
     if pos < n:
         lt_type, pos = u8(body, pos, "GTID logical clock type")
@@ -157,7 +173,7 @@ def _read_tagged_field(body: Buffer, pos: int, end: int, name: str, kind: str) -
     return tag.lower(), pos
 
 
-def decode_gtid_tagged(body: memoryview, base: dict) -> GtidEvent:
+def decode_gtid_tagged(body: memoryview, base: EventBase) -> GtidEvent:
     """GTID_TAGGED (42), MySQL 8.3+: a mysql::serialization message (see the module doc).
 
     Fields missing from the message take the server's defaults; unknown trailing fields are
@@ -208,7 +224,7 @@ def decode_gtid_tagged(body: memoryview, base: dict) -> GtidEvent:
     )
 
 
-def decode_previous_gtids(body: memoryview, base: dict) -> PreviousGtidsEvent:
+def decode_previous_gtids(body: memoryview, base: EventBase) -> PreviousGtidsEvent:
     """PREVIOUS_GTIDS (35): an encoded GTID set, untagged or (8.3+) tagged layout."""
     if len(body) < 8:
         raise _malformed(f"PREVIOUS_GTIDS body of {len(body)} bytes is shorter than 8")
@@ -229,7 +245,7 @@ _MARIA_GTID_POST_HEADER = 19
 _XID_MAX_PART = 64
 
 
-def decode_maria_gtid(body: memoryview, base: dict) -> MariaGtidEvent:
+def decode_maria_gtid(body: memoryview, base: EventBase) -> MariaGtidEvent:
     """MARIADB_GTID (162): seq_no 8, domain 4, flags 1, then optional parts by flag.
 
     commit_id (8) if FL_GROUP_COMMIT_ID; XID if FL_PREPARED_XA|FL_COMPLETED_XA; then, when
@@ -270,7 +286,7 @@ def decode_maria_gtid(body: memoryview, base: dict) -> MariaGtidEvent:
                           flags_extra=flags_extra, **extra)
 
 
-def decode_maria_gtid_list(body: memoryview, base: dict) -> MariaGtidListEvent:
+def decode_maria_gtid_list(body: memoryview, base: EventBase) -> MariaGtidListEvent:
     """MARIADB_GTID_LIST (163): count (low 28 bits) + flags (high 4), then 16-byte GTIDs."""
     word, pos = u32(body, 0, "MariaDB GTID_LIST count")
     count = word & ((1 << 28) - 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import DecodeError
-from ..events import QueryEvent
+from ..events import EventBase, QueryEvent
 from ..wire import need, packed_int, raw, text, u16, u32, u64, uint_n
 
 FLAGS2 = 0
@@ -134,7 +134,7 @@ def parse_status_vars(buf: bytes) -> dict[str, Any]:
     return out
 
 
-def decode_query(body: bytes, base: dict, post_header_len: int,
+def decode_query(body: bytes, base: EventBase, post_header_len: int,
                  query_bytes: bytes | None = None, compressed: bool = False) -> QueryEvent:
     """`query_bytes` replaces the statement text for MariaDB QUERY_COMPRESSED events."""
     thread_id, pos = u32(body, 0, "thread id")

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ...errors import DecodeError
 from ..values import ABSENT, JSON_NULL, JsonPatch
 from ..columns.rowcodec import compile_json_row_decoder, compile_row_decoder
 from ..constants import ColumnType, EventType as E
-from ..events import RowsEvent
+from ..events import EventBase, RowsEvent
+from ..header import EventHeader
 from ..makers import slot_maker
 from ..table_map import TableMapEvent
 from ..wire import bitmap_bits, packed_int, raw, uint_n
 
-KIND = {
+KIND: dict[int, str] = {
     E.WRITE_ROWS_V0: "insert", E.UPDATE_ROWS_V0: "update", E.DELETE_ROWS_V0: "delete",
     E.WRITE_ROWS_V1: "insert", E.UPDATE_ROWS_V1: "update", E.DELETE_ROWS_V1: "delete",
     E.WRITE_ROWS_V2: "insert", E.UPDATE_ROWS_V2: "update", E.DELETE_ROWS_V2: "delete",
@@ -27,14 +28,16 @@ KIND = {
     E.MARIADB_DELETE_ROWS_COMPRESSED_V1: "delete", E.MARIADB_WRITE_ROWS_COMPRESSED: "insert",
     E.MARIADB_UPDATE_ROWS_COMPRESSED: "update", E.MARIADB_DELETE_ROWS_COMPRESSED: "delete",
 }
-VERSION = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
+VERSION: dict[int, int] = {E.WRITE_ROWS_V0: 0, E.UPDATE_ROWS_V0: 0, E.DELETE_ROWS_V0: 0,
            E.WRITE_ROWS_V1: 1, E.UPDATE_ROWS_V1: 1, E.DELETE_ROWS_V1: 1,
            E.MARIADB_WRITE_ROWS_COMPRESSED_V1: 1, E.MARIADB_UPDATE_ROWS_COMPRESSED_V1: 1,
            E.MARIADB_DELETE_ROWS_COMPRESSED_V1: 1}
 
 # RowsEvent(header, file, offset, end, inner_index, kind, table_id, flags, table, rows,
 #           extra_data, version, filtered, filtered_rows), positionally: one per rows event.
-make_rows_event = slot_maker(RowsEvent)
+make_rows_event: Callable[[EventHeader, str | None, int, int, int | None, str, int, int,
+                           TableMapEvent, Sequence[Any], bytes, int, bool, int],
+                          RowsEvent] = slot_maker(RowsEvent)
 
 PARTIAL_JSON_UPDATES = 1  # value_options bit in PARTIAL_UPDATE_ROWS
 
@@ -62,7 +65,7 @@ def parse_rows_header(body: bytes, post_header_len: int, start: int = 0) -> tupl
     return table_id, flags, extra, pos
 
 
-def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
+def decode_rows(type_code: int, body: bytes, base: EventBase, post_header_len: int,
                 table: TableMapEvent, json_diff_apply: Callable[..., Any] | None = None,
                 json_images: bool | str = False,
                 header: tuple[int, int, bytes, int] | None = None,
@@ -122,13 +125,13 @@ def decode_rows(type_code: int, body: bytes, base: dict, post_header_len: int,
 _HEAD_V1 = struct.Struct("<IHH")  # table id (low 4 bytes, high 2), flags
 _HEAD_V2 = struct.Struct("<IHHH")  # ... and the extra data's length (2: none)
 # type code -> (kind, version, update): the rows events fast_rows() takes
-_FAST = {code: (KIND[code], VERSION.get(code, 2), KIND[code] == "update")
+_FAST: dict[int, tuple[str, int, bool]] = {code: (KIND[code], VERSION.get(code, 2), KIND[code] == "update")
          for code in (E.WRITE_ROWS_V1, E.UPDATE_ROWS_V1, E.DELETE_ROWS_V1,
                       E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2, E.DELETE_ROWS_V2)}
 FAST_TYPES = frozenset(_FAST)
 
 
-def fast_rows(code: int, body: bytes | memoryview, header: Any, file: str | None, offset: int,
+def fast_rows(code: int, body: bytes | memoryview, header: EventHeader, file: str | None, offset: int,
               end_pos: int, post_header_len: int, tables: dict[int, TableMapEvent],
               start: int, end: int,
               table_filter: Callable[[str, str], bool] | None, count_filtered: bool,
@@ -236,7 +239,7 @@ def _fast_decoders(table: TableMapEvent, update: bool, bitmaps: bytes, ncols: in
     return before, after, jdec[0], jdec[1] if update else None
 
 
-def rows_event(base: dict, kind: str, table_id: int, flags: int, table: TableMapEvent,
+def rows_event(base: EventBase, kind: str, table_id: int, flags: int, table: TableMapEvent,
                rows: list[Any], extra: bytes, type_code: int,
                filtered_rows: int | None = None) -> RowsEvent:
     """The RowsEvent (made without __init__: one per rows event); `filtered_rows` set means
@@ -289,18 +292,20 @@ def _count(body: bytes, pos: int, end: int, table: TableMapEvent, kind: str, par
     if counter is None or partial:
         return None
     if kind != "update":
-        return counter(body, pos, end)
+        counted: tuple[int, int] = counter(body, pos, end)
+        return counted
     key_a = ("after", present_after)
     dec_after = table.row_decoders.get(key_a)
     if dec_after is None:
         dec_after = table.row_decoders[key_a] = compile_row_decoder(table.columns, present_after)
     if not hasattr(dec_after, "count"):
         return None
-    return counter(body, pos, end, dec_after)
+    counted = counter(body, pos, end, dec_after)
+    return counted
 
 
-def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
-                   present_after: list[bool], lines: bool = False) -> tuple[Any, ...] | None:
+def _json_decoders(table: TableMapEvent, kind: str, present: Sequence[bool],
+                   present_after: Sequence[bool], lines: bool = False) -> tuple[Any, ...] | None:
     """The C decoders writing an event's images as CDC JSON text, or None. `lines`: for JSON
     lines (json_images="lines"), where the text must also be the image of `binlake decode`'s
     lines: None for a table with JSON columns (the CDC JSON has their text as a string, the
@@ -329,9 +334,9 @@ def _json_decoders(table: TableMapEvent, kind: str, present: list[bool],
     return jb, ja
 
 
-def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: list[bool],
-                   before: tuple, dec_after: Callable, json_diff_apply: Callable | None
-                   ) -> tuple[tuple, int]:
+def _partial_after(body: bytes, pos: int, table: TableMapEvent, present_after: Sequence[bool],
+                   before: tuple[Any, ...], dec_after: Callable[..., Any],
+                   json_diff_apply: Callable[..., Any] | None) -> tuple[tuple[Any, ...], int]:
     """PARTIAL_UPDATE_ROWS after image: value_options, then a bit per JSON column saying
     whether its value is a diff vector; diffs are applied to the before image."""
     from ..columns.json_diff import apply_json_diffs, parse_json_diffs

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import lru_cache
+from typing import Callable
 
 from ...errors import DecodeError
+
+_DecimalDecoder = Callable[[bytes | bytearray | memoryview, int], tuple[Decimal, int]]
+"""(buffer, position) -> (value, position after it)."""
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 MAX_PRECISION = 65
@@ -36,7 +40,7 @@ def decimal_bin_size(precision: int, scale: int) -> int:
 
 
 @lru_cache(maxsize=None)
-def decoder_for(precision: int, scale: int):
+def decoder_for(precision: int, scale: int) -> _DecimalDecoder:
     """Generate a straight-line decoder for one DECIMAL(p,s) layout: one big-endian integer,
     digit groups cut out with shifts, no per-group loop or byte copies."""
     size, groups = decimal_layout(precision, scale)
@@ -69,7 +73,8 @@ def decoder_for(precision: int, scale: int):
     lines.append(f"    return Decimal((sign if m else '') + str(m) + 'E-{scale}'), end")
     ns = {"Decimal": Decimal, "DecodeError": DecodeError}
     exec(compile("\n".join(lines), f"<decimal {precision},{scale}>", "exec"), ns)
-    return ns["dec"]
+    dec: _DecimalDecoder = ns["dec"]
+    return dec
 
 
 def decode_decimal(buf: bytes | bytearray | memoryview, pos: int, precision: int, scale: int

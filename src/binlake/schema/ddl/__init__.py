@@ -13,27 +13,40 @@ copy and reports which tables changed.
 """
 from __future__ import annotations
 
-from .lexer import (  # noqa: F401
+from .lexer import (
     MODE_REAL_AS_FLOAT, MODE_ANSI_QUOTES, MODE_ORACLE, MODE_MAXDB, MODE_NO_BACKSLASH_ESCAPES,
     DdlParseError, Tok, unwrap_versioned_comments, tokenize, split_statements,
 )
-from .statements import (  # noqa: F401
+from .statements import (
     TableRef, ColumnSpec, IndexSpec, Statement, Ignored, CreateTable, AlterTable, DropTables,
     RenameTables, TruncateTable, CreateIndex, DropIndex, CreateSequence, DatabaseStmt,
     iter_statement_tables,
 )
-from .parser import (  # noqa: F401
+from .parser import (
     Parser, parse, guess_tables, parse_column_type,
 )
-from .context import (  # noqa: F401
+from .context import (
     TableChange, ApplyContext, UnknownTableError,
 )
-from .resolve import (  # noqa: F401
+from .resolve import (
     resolve_column, implicit_period_columns,
 )
-from .apply import (  # noqa: F401
+from .apply import (
     apply,
 )
+
+__all__ = [
+    "MODE_REAL_AS_FLOAT", "MODE_ANSI_QUOTES", "MODE_ORACLE", "MODE_MAXDB",
+    "MODE_NO_BACKSLASH_ESCAPES", "DdlParseError", "Tok", "unwrap_versioned_comments", "tokenize",
+    "split_statements",
+    "TableRef", "ColumnSpec", "IndexSpec", "Statement", "Ignored", "CreateTable", "AlterTable",
+    "DropTables", "RenameTables", "TruncateTable", "CreateIndex", "DropIndex", "CreateSequence",
+    "DatabaseStmt", "iter_statement_tables",
+    "Parser", "parse", "guess_tables", "parse_column_type",
+    "TableChange", "ApplyContext", "UnknownTableError",
+    "resolve_column", "implicit_period_columns",
+    "apply",
+]
 
 _Parser = Parser
 """The old name of Parser (spark/evolve subclasses it); goes once nothing uses it."""

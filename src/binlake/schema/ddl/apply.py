@@ -1,6 +1,7 @@
 """Applying parsed statements to a Catalog: `apply()` and the per-statement handlers."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from ..model import Catalog, Column, DatabaseDef, Index, TableDef
@@ -53,8 +54,8 @@ def _apply_create(st: CreateTable, cat: Catalog, ctx: ApplyContext) -> list[Tabl
                                                           [col.name], [None]), indexes))
         for ix in st.indexes:
             indexes.append(index_from_spec(ix, indexes))
-        for ix in indexes:
-            cols = not_null_key_columns(cols, ix)
+        for index in indexes:
+            cols = not_null_key_columns(cols, index)
         names = {c.key for c in cols}
         checks = [(n, c) for n, c in st.json_checks if c.lower() in names]
         if st.system_versioning and not any(c.generated == "row_start" for c in cols):
@@ -74,16 +75,16 @@ def _apply_sequence(st: CreateSequence, cat: Catalog, ctx: ApplyContext) -> list
     key = table_key(st.table, cat, ctx)
     if key in cat.tables and st.if_not_exists:
         return []
-    big = dict(type="bigint", nullable=False)
-    value = dict(big)
+    big = Column("", type="bigint", nullable=False)
+    value = big
     if st.value_type is not None:
-        value = dict(type=st.value_type.type, unsigned=st.value_type.unsigned, nullable=False)
+        value = Column("", type=st.value_type.type, unsigned=st.value_type.unsigned, nullable=False)
     # the columns every MariaDB sequence table has (SHOW CREATE SEQUENCE ... as a table)
-    cols = [Column(n, **value) for n in  # type: ignore[arg-type]
+    cols = [replace(value, name=n) for n in
             ("next_not_cached_value", "minimum_value", "maximum_value", "start_value")]
-    cols += [Column("increment", **big), Column("cache_size", unsigned=True, **big),  # type: ignore[arg-type]
+    cols += [replace(big, name="increment"), replace(big, name="cache_size", unsigned=True),
              Column("cycle_option", type="tinyint", length=1, unsigned=True, nullable=False),
-             Column("cycle_count", **big)]  # type: ignore[arg-type]
+             replace(big, name="cycle_count")]
     new = TableDef(key[0], key[1], tuple(cols), kind="sequence")
     cat.tables[key] = new
     return [TableChange("create", key, new)]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ...errors import SchemaError
 from ..model import BLOB_CAPACITY, CHARACTER_TYPES, Catalog, Column, Index, TEXT_TYPES, TableDef
@@ -43,7 +43,7 @@ class TableEdit:
         self._next += 1
         return self._next
 
-    def _fail(self, msg: str) -> None:
+    def _fail(self, msg: str) -> NoReturn:
         raise SchemaError(f"{self.t.qualified_name}: {msg}")
 
     def _find_old(self, name: str) -> int | None:
@@ -73,7 +73,7 @@ class TableEdit:
             j = self._find_new(pos[1] or "")
             if j is None:
                 self._fail(f"AFTER unknown column {pos[1]}")
-            i = j + 1  # type: ignore[operator]
+            i = j + 1
         self.cols.insert(i, entry)
 
     def _pk_ids(self) -> set[int]:
@@ -108,14 +108,14 @@ class TableEdit:
             if if_exists:
                 return
             self._fail(f"unknown column {old}")
-        orig, cid, prev = self.cols[i]  # type: ignore[index]
+        orig, cid, prev = self.cols[i]
         col = self._resolve(spec, cid)
         if prev.implicit and col.generated == prev.generated:
             col = replace(col, implicit=True, invisible=True)
         if pos is None:
-            self.cols[i] = (orig, cid, col)  # type: ignore[index]
+            self.cols[i] = (orig, cid, col)
         else:
-            del self.cols[i]  # type: ignore[arg-type]
+            del self.cols[i]
             self._insert_at((orig, cid, col), pos)
 
     def drop_column(self, name: str, if_exists: bool) -> None:
@@ -124,7 +124,7 @@ class TableEdit:
             if if_exists:
                 return
             self._fail(f"unknown column {name}")
-        _, cid, _ = self.cols.pop(i)  # type: ignore[arg-type]
+        _, cid, _ = self.cols.pop(i)
         kept = []
         for name_, kind, parts in self.indexes:
             parts = [p for p in parts if p[0] != cid]
@@ -137,18 +137,18 @@ class TableEdit:
         i = self._find_old(old)
         if i is None:
             self._fail(f"unknown column {old}")
-        orig, cid, col = self.cols[i]  # type: ignore[index]
-        self.cols[i] = (orig, cid, replace(col, name=new))  # type: ignore[index]
+        orig, cid, col = self.cols[i]
+        self.cols[i] = (orig, cid, replace(col, name=new))
 
     def set_visibility(self, name: str, invisible: bool) -> None:
         i = self._find_old(name)
         if i is None:
             self._fail(f"unknown column {name}")
-        orig, cid, col = self.cols[i]  # type: ignore[index]
-        self.cols[i] = (orig, cid, replace(col, invisible=invisible))  # type: ignore[index]
+        orig, cid, col = self.cols[i]
+        self.cols[i] = (orig, cid, replace(col, invisible=invisible))
 
     def add_index(self, spec: IndexSpec) -> None:
-        parts = []
+        parts: list[tuple[int | None, int | None]] = []
         for c, p in zip(spec.columns, spec.prefixes):
             if c is None:
                 parts.append((None, p))
@@ -156,7 +156,7 @@ class TableEdit:
             i = self._find_new(c)
             if i is None:
                 self._fail(f"key column {c} does not exist")
-            parts.append((self.cols[i][1], p))  # type: ignore[index]
+            parts.append((self.cols[i][1], p))
         first = next((c for c in spec.columns if c is not None), None)
         self._add_key(spec.kind, spec.name, parts, spec.if_not_exists, first)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import SchemaError
 
@@ -40,12 +40,12 @@ def _sqlglot() -> dict[str, Any]:
     slow, and every `binlake stream` would otherwise pay for it at start)."""
     from sqlglot.dialects.mysql import MySQL
     from sqlglot.errors import TokenError
-    from sqlglot.tokens import TokenType
+    from sqlglot import TokenType
 
     class _Tokenizer(MySQL.Tokenizer):
         # sqlglot swallows the rest of a statement after "command" keywords (RENAME, SHOW,
         # ...) into one string; binlake parses those statements itself.
-        COMMANDS: set = set()
+        COMMANDS: ClassVar[set[TokenType]] = set()
 
     class _AnsiTokenizer(_Tokenizer):
         QUOTES = ["'"]

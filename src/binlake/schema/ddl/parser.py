@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 from ..model import BLOB_TYPES, FIXED_BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from .lexer import (
@@ -9,7 +10,7 @@ from .lexer import (
     unwrap_versioned_comments,
 )
 from .statements import (
-    AlterTable, ColumnSpec, CreateIndex, CreateSequence, CreateTable, DatabaseStmt, DropIndex,
+    AlterAction, AlterTable, ColumnSpec, CreateIndex, CreateSequence, CreateTable, DatabaseStmt, DropIndex,
     DropTables, Ignored, IndexSpec, RenameTables, Statement, TableRef, TruncateTable,
 )
 
@@ -55,6 +56,16 @@ class Parser:
         j = self.i + k
         return self.t[j] if j < len(self.t) else None
 
+    def peek_kind(self, k: int = 0) -> str:
+        """The kind of the token `k` ahead, "" at the end."""
+        tok = self.peek(k)
+        return tok.kind if tok is not None else ""
+
+    def peek_up(self, k: int = 0) -> str:
+        """The upper-cased keyword `k` ahead, "" at the end or on a non-word."""
+        tok = self.peek(k)
+        return tok.up if tok is not None else ""
+
     def eof(self) -> bool:
         return self.i >= len(self.t)
 
@@ -93,7 +104,7 @@ class Parser:
         if not self.accept_op(op):
             self.fail(f"expected '{op}'")
 
-    def fail(self, msg: str) -> None:
+    def fail(self, msg: str) -> NoReturn:
         tok = self.peek()
         got = f", found {tok.text!r}" if tok is not None else ", found end of statement"
         raise DdlParseError(msg + got, self.text, tok.start if tok is not None else None)
@@ -103,7 +114,7 @@ class Parser:
         if tok is None:
             self.fail("unexpected end")
         self.i += 1
-        return tok  # type: ignore[return-value]
+        return tok
 
     def word(self) -> str:
         tok = self.next()
@@ -118,7 +129,6 @@ class Parser:
             return tok.text
         self.i -= 1
         self.fail("expected a name")
-        return ""
 
     def string(self) -> str:
         tok = self.next()
@@ -141,11 +151,10 @@ class Parser:
             return tok.text
         self.i -= 1
         self.fail("expected a name")
-        return ""
 
     def qname(self) -> TableRef:
         a = self.ident()
-        if self.at_op(".") and self.peek(1) is not None and self.peek(1).kind in ("word", "qid"):
+        if self.at_op(".") and self.peek_kind(1) in ("word", "qid"):
             self.i += 1
             return TableRef(a, self.ident())
         return TableRef(None, a)
@@ -191,14 +200,14 @@ class Parser:
                 self.i -= 1
                 self.skip_group()
             elif tok.kind == "str":
-                while self.peek() is not None and self.peek().kind == "str":
+                while self.peek_kind() == "str":
                     self.i += 1
             elif tok.kind == "word":
-                while self.at_op(".") and self.peek(1) is not None and self.peek(1).kind in ("word", "qid"):
+                while self.at_op(".") and self.peek_kind(1) in ("word", "qid"):
                     self.i += 2
                 if self.at_op("("):
                     self.skip_group()
-                elif self.peek() is not None and self.peek().kind == "str" and tok.text.startswith("_"):
+                elif self.peek_kind() == "str" and tok.text.startswith("_"):
                     self.i += 1  # _utf8mb4'text'
             elif tok.kind not in ("num", "hex", "bit", "qid"):
                 self.i -= 1
@@ -311,7 +320,7 @@ class Parser:
             st.like = self.qname()
             self.end()
             return st
-        if self.at_op("(") and self.peek(1) is not None and self.peek(1).up == "LIKE":
+        if self.at_op("(") and self.peek_up(1) == "LIKE":
             self.i += 2
             st.like = self.qname()
             self.expect_op(")")
@@ -570,8 +579,7 @@ class Parser:
             values = []
             while True:
                 tok = self.next()
-                if tok.kind == "word" and tok.text.startswith("_") and self.peek() is not None \
-                        and self.peek().kind == "str":
+                if tok.kind == "word" and tok.text.startswith("_") and self.peek_kind() == "str":
                     tok = self.next()  # _utf8mb4'label'
                 if tok.kind not in ("str", "hex", "bit"):
                     self.i -= 1
@@ -687,8 +695,8 @@ class Parser:
                     self.ident()
             elif self.accept("CHECK"):
                 expr = self.group_text()
-                if _json_valid_column(expr) is not None and \
-                        _json_valid_column(expr).lower() == spec.name.lower():
+                checked = _json_valid_column(expr)
+                if checked is not None and checked.lower() == spec.name.lower():
                     spec.json_check = True
                 self.accept("NOT")
                 self.accept("ENFORCED")
@@ -760,7 +768,7 @@ class Parser:
         self._skip_definer_and_modifiers()
         return self._ignored_object()
 
-    def alter_spec(self) -> tuple:
+    def alter_spec(self) -> AlterAction:
         if self.at("PARTITION", "BY"):
             self.skip_until(frozenset())
             return ("noop", "PARTITION BY")
@@ -822,14 +830,12 @@ class Parser:
             return ("noop", "FORCE")
         if self.accept("ENABLE", "KEYS") or self.accept("DISABLE", "KEYS"):
             return ("noop", "KEYS")
-        if self.at_any("DISCARD", "IMPORT") and self.peek(1) is not None \
-                and self.peek(1).up == "TABLESPACE":
+        if self.at_any("DISCARD", "IMPORT") and self.peek_up(1) == "TABLESPACE":
             self.i += 2
             return ("noop", "TABLESPACE")
         if self.accept("WITH", "VALIDATION") or self.accept("WITHOUT", "VALIDATION"):
             return ("noop", "VALIDATION")
-        if self.at_any(*_PARTITION_OPS) and self.peek(1) is not None and \
-                self.peek(1).up in ("PARTITION", "PARTITIONING"):
+        if self.at_any(*_PARTITION_OPS) and self.peek_up(1) in ("PARTITION", "PARTITIONING"):
             self.skip_until(frozenset({","}))
             return ("noop", "partition maintenance")
         if self.accept("REMOVE", "PARTITIONING"):
@@ -841,7 +847,7 @@ class Parser:
         spec = self.column_definition()
         return spec, self.position()
 
-    def alter_add(self) -> tuple:
+    def alter_add(self) -> AlterAction:
         if self.accept("SYSTEM", "VERSIONING"):
             return ("add_versioning",)
         if self.at("PERIOD"):
@@ -891,7 +897,7 @@ class Parser:
         spec, pos = self.column_definition_with_position()
         return ("add_columns", [spec], pos, if_not_exists)
 
-    def alter_drop(self) -> tuple:
+    def alter_drop(self) -> AlterAction:
         if self.accept("PRIMARY", "KEY"):
             return ("drop_index", "PRIMARY", False)
         if self.accept("INDEX") or self.accept("KEY"):
@@ -920,7 +926,7 @@ class Parser:
         self.accept("RESTRICT") or self.accept("CASCADE")
         return ("drop_column", name, if_exists)
 
-    def alter_alter(self) -> tuple:
+    def alter_alter(self) -> AlterAction:
         if self.accept("INDEX") or self.accept("KEY") or self.accept("CHECK") or self.accept("CONSTRAINT"):
             self.ident()
             self.skip_until(frozenset({","}))
@@ -967,7 +973,7 @@ class Parser:
 
     def rename(self) -> Statement:
         if not (self.accept("TABLE") or self.accept("TABLES")):
-            return Ignored(self.text, "RENAME " + (self.peek().up if self.peek() else ""))
+            return Ignored(self.text, "RENAME " + self.peek_up())
         if_exists = self._if_exists()
         pairs = []
         while True:
@@ -1007,8 +1013,8 @@ class Parser:
             return st
         if action == "create":
             st.if_not_exists = self._if_not_exists()
-        if action == "create" or (not self.eof() and self.peek().kind in ("word", "qid")
-                                  and self.peek().up not in ("DEFAULT", "CHARACTER", "CHARSET",
+        if action == "create" or (self.peek_kind() in ("word", "qid")
+                                  and self.peek_up() not in ("DEFAULT", "CHARACTER", "CHARSET",
                                                              "COLLATE", "COMMENT", "READ",
                                                              "ENCRYPTION", "UPGRADE")):
             st.name = self.ident()

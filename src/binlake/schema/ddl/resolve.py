@@ -82,6 +82,6 @@ def not_null_key_columns(cols: list[Column], index: Index) -> list[Column]:
 
 def implicit_period_columns() -> list[Column]:
     """MariaDB's row_start/row_end for WITH SYSTEM VERSIONING without a PERIOD."""
-    ts = dict(type="timestamp", fsp=6, nullable=False, invisible=True, implicit=True)
-    return [Column("row_start", generated="row_start", **ts),  # type: ignore[arg-type]
-            Column("row_end", generated="row_end", **ts)]  # type: ignore[arg-type]
+    start = Column("row_start", type="timestamp", fsp=6, nullable=False, invisible=True,
+                   implicit=True, generated="row_start")
+    return [start, replace(start, name="row_end", generated="row_end")]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator, TypeAlias, Unpack
 
 
 # -- statements -------------------------------------------------------------------------------
@@ -82,10 +82,15 @@ class CreateTable(Statement):
     unnamed_checks: int = 0
 
 
+AlterAction: TypeAlias = tuple[str, Unpack[tuple[Any, ...]]]
+"""One ALTER TABLE clause: (op, *args). `op` names a `TableEdit` method (whose arguments the
+args are) or one of the few ops `apply_alter` handles itself (noop, rename, partition moves)."""
+
+
 @dataclass
 class AlterTable(Statement):
     table: TableRef
-    actions: list[tuple] = field(default_factory=list)
+    actions: list[AlterAction] = field(default_factory=list)
     if_exists: bool = False
 
 
