@@ -171,3 +171,34 @@ def test_binlake_bench_lag_forwards_its_options() -> None:
     result = CliRunner().invoke(bench, ["--lag", "--rates", "fast", "--seconds", "5"])
     assert result.exit_code == 2
     assert "rate 'fast' is not a number" in result.output + str(result.stderr_bytes or b"")
+
+
+def test_keeping_up_needs_drain_no_growth_and_enough_apply_capacity() -> None:
+    from binlake.bench.lag_bench import keeps_up
+
+    assert keeps_up(True, True, capacity=2100, written_per_s=2000)
+    assert keeps_up(None, True, capacity=2100, written_per_s=2000)  # too few to see a trend
+    assert not keeps_up(True, True, capacity=231, written_per_s=500)  # busy and slower: a queue
+    assert not keeps_up(False, True, capacity=5000, written_per_s=2000)  # lag grew
+    assert not keeps_up(True, False, capacity=5000, written_per_s=2000)  # never drained
+    assert not keeps_up(True, True, capacity=None, written_per_s=2000)  # no batch seen
+
+
+def test_summary_names_each_rate_and_the_verdicts() -> None:
+    from binlake.bench.lag_bench import format_summary
+
+    def ph(rate: int, bounded: bool, trend: bool | None, cap: int) -> dict:
+        return {"rate": rate, "achieved_per_s": rate, "writer_kept_rate": True, "transactions": 9,
+                "p50_s": 1.0, "p99_s": 2.0, "max_s": 2.5, "batches": 5, "batch_apply_s": 1.2,
+                "apply_capacity_per_s": cap, "growth_s": 0.1, "drained": True,
+                "trend_bounded": trend, "bounded": bounded, "load_avg": {"end": [1.5, 1, 1]}}
+
+    rss = {"driver_mb": 90.0, "jvm_mb": 1500.0, "python_worker_mb": 100.0, "tree_mb": 2000.0}
+    doc = {"mode": "lag", "config": {"trigger": 0.5}, "highest_bounded_rate": 500,
+           "phases": [ph(500, True, True, 900), ph(2000, False, None, 1200),
+                      ph(5000, False, False, 6000)],
+           "sync": {"peak_rss_mb": rss}, "equal": True}
+    text = format_summary(doc)
+    assert "500/s" in text and "-> bounded" in text and "NOT keeping up" in text
+    assert "GROWING" in text and "highest rate with bounded lag: 500/s" in text
+    assert "JVM 1500.0 MB" in text and "Delta == MariaDB after the run: True" in text

@@ -56,6 +56,7 @@ OP_WEIGHTS = (0.4, 0.4, 0.2)
 NARROW_SHARE = 0.7
 BOUNDED_MIN_GROWTH_S = 1.0
 BOUNDED_REL_GROWTH = 0.5
+KEEP_UP = 0.95
 WRITER_SHORT = 0.9
 """A phase whose writer reached less than this share of its rate says so (the writer, not
 the sync, was the limit)."""
@@ -151,6 +152,18 @@ def lag_trend(commits: Sequence[float], lags: Sequence[float]) -> dict[str, Any]
     return {"bounded": growth <= limit, "growth_s": round(growth, 3),
             "first_third_p50_s": round(first, 3), "last_third_p50_s": round(last, 3),
             "slope": round(slope, 4)}
+
+
+def keeps_up(trend_bounded: bool | None, drained: bool, capacity: float | None,
+             written_per_s: float) -> bool:
+    """The phase's verdict: lag stayed bounded only if every change became visible, the lag
+    did not grow (`lag_trend`), and the batches applied at least KEEP_UP x the written rate
+    per second of their own apply time. The last is what bounds a queue in the long run
+    (a sync busy all the time at a lower rate falls further behind each batch); it also
+    decides where a short phase holds too few batches for the trend to show it."""
+    if not drained or trend_bounded is False:
+        return False
+    return capacity is not None and capacity >= KEEP_UP * written_per_s
 
 
 def highest_bounded(phases: Iterable[dict[str, Any]]) -> int | None:
@@ -706,9 +719,11 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
         # what a batch applies per second of its own time (the sync log's apply_s)
         "apply_capacity_per_s": round(rows / busy) if busy > 0 else None,
         "load_avg": {"start": load0, "end": _load_avg()},
-        **trend,
     }
-    ph["bounded"] = bool(trend["bounded"]) and drained
+    ph["trend_bounded"] = trend.pop("bounded")
+    ph.update(trend)
+    ph["bounded"] = keeps_up(ph["trend_bounded"], drained, ph["apply_capacity_per_s"],
+                             wrote["achieved_per_s"])
     echo(f"rate {rate:,}/s: {format_phase(ph)}")
     return ph
 
@@ -805,6 +820,9 @@ def _backlog(server: Any, cfg: LagConfig, wh: Path, work: Path, echo: Echo) -> d
     if status != 0:
         raise LagBenchError(f"the catch-up failed (status {status}): {catch.tail()}")
     rep = catch.report()
+    per_batch = sorted(catch.batch_stats().items())
+    out["batch_changes"] = [rows for _, (rows, _) in per_batch]
+    out["batch_apply_s"] = [round(secs, 1) for _, (_, secs) in per_batch]
     n = out["write"]["changes"]
     out.update({"catch_up_s": round(secs, 1), "batches": rep.get("batches"),
                 "records": rep.get("rows"), "changes_per_s": round(n / secs),
@@ -824,7 +842,9 @@ def _config_json(cfg: LagConfig) -> dict[str, Any]:
 # -- output -----------------------------------------------------------------------------------
 
 def format_phase(ph: dict[str, Any]) -> str:
-    ok = "bounded" if ph["bounded"] else ("NOT drained" if not ph["drained"] else "GROWING")
+    ok = ("bounded" if ph["bounded"] else "NOT drained" if not ph["drained"]
+          else "GROWING" if ph["growth_s"] is not None and ph.get("trend_bounded") is False
+          else "NOT keeping up")
     short = "" if ph["writer_kept_rate"] else " (writer short of the rate)"
     return (f"{ph['achieved_per_s']:,} changes/s written{short}, {ph['transactions']:,} tx; "
             f"lag p50 {ph['p50_s']} s, p99 {ph['p99_s']} s, max {ph['max_s']} s; "
@@ -836,7 +856,8 @@ def format_phase(ph: dict[str, Any]) -> str:
 def format_backlog(b: dict[str, Any]) -> str:
     rss = b["peak_rss_mb"]
     return (f"{b['write']['changes']:,} changes ({b['binlog_bytes'] / 1e6:,.1f} MB binlog) caught "
-            f"up in {b['catch_up_s']} s ({b['changes_per_s']:,}/s), {b['batches']} batch(es); "
+            f"up in {b['catch_up_s']} s ({b['changes_per_s']:,}/s), {b['batches']} batch(es) "
+            f"of at most {max(b['batch_changes'], default=0):,} changes; "
             f"peak RSS driver {rss['driver_mb']} MB, JVM {rss['jvm_mb']} MB, "
             f"Python worker {rss['python_worker_mb']} MB, tree {rss['tree_mb']} MB")
 
