@@ -173,15 +173,26 @@ def test_binlake_bench_lag_forwards_its_options() -> None:
     assert "rate 'fast' is not a number" in result.output + str(result.stderr_bytes or b"")
 
 
-def test_keeping_up_needs_drain_no_growth_and_enough_apply_capacity() -> None:
+def test_batch_model_fits_fixed_and_marginal_cost() -> None:
+    from binlake.bench.lag_bench import batch_model
+
+    # 30 s per batch plus 2,500 changes/s (a tiny batch pins the fixed part)
+    fixed, marginal = batch_model([(50, 30.02), (100_000, 70.0), (150_000, 90.0)])
+    assert fixed == pytest.approx(30.0, abs=0.1) and marginal == pytest.approx(2500, rel=0.01)
+    assert batch_model([(100, 5.0)]) is None  # one size: no slope
+    assert batch_model([(100, 5.0), (100, 6.0)]) is None
+    assert batch_model([(100, 9.0), (50_000, 5.0)]) is None  # bigger was faster: no cost seen
+
+
+def test_keeping_up_needs_drain_no_growth_and_a_rate_below_the_marginal() -> None:
     from binlake.bench.lag_bench import keeps_up
 
-    assert keeps_up(True, True, capacity=2100, written_per_s=2000)
-    assert keeps_up(None, True, capacity=2100, written_per_s=2000)  # too few to see a trend
-    assert not keeps_up(True, True, capacity=231, written_per_s=500)  # busy and slower: a queue
-    assert not keeps_up(False, True, capacity=5000, written_per_s=2000)  # lag grew
-    assert not keeps_up(True, False, capacity=5000, written_per_s=2000)  # never drained
-    assert not keeps_up(True, True, capacity=None, written_per_s=2000)  # no batch seen
+    assert keeps_up(True, True, marginal_per_s=2500, written_per_s=2000)
+    assert keeps_up(None, True, marginal_per_s=2500, written_per_s=2000)  # too few for a trend
+    assert keeps_up(True, True, marginal_per_s=None, written_per_s=2000)  # no cost seen
+    assert not keeps_up(True, True, marginal_per_s=2500, written_per_s=5000)  # a queue grows
+    assert not keeps_up(False, True, marginal_per_s=9000, written_per_s=2000)  # lag grew
+    assert not keeps_up(True, False, marginal_per_s=9000, written_per_s=2000)  # never drained
 
 
 def test_summary_names_each_rate_and_the_verdicts() -> None:
@@ -190,7 +201,8 @@ def test_summary_names_each_rate_and_the_verdicts() -> None:
     def ph(rate: int, bounded: bool, trend: bool | None, cap: int) -> dict:
         return {"rate": rate, "achieved_per_s": rate, "writer_kept_rate": True, "transactions": 9,
                 "p50_s": 1.0, "p99_s": 2.0, "max_s": 2.5, "batches": 5, "batch_apply_s": 1.2,
-                "apply_capacity_per_s": cap, "growth_s": 0.1, "drained": True,
+                "batch_fixed_s": 1.0, "batch_marginal_per_s": cap, "growth_s": 0.1,
+                "drained": True,
                 "trend_bounded": trend, "bounded": bounded, "load_avg": {"end": [1.5, 1, 1]}}
 
     rss = {"driver_mb": 90.0, "jvm_mb": 1500.0, "python_worker_mb": 100.0, "tree_mb": 2000.0}

@@ -56,7 +56,7 @@ OP_WEIGHTS = (0.4, 0.4, 0.2)
 NARROW_SHARE = 0.7
 BOUNDED_MIN_GROWTH_S = 1.0
 BOUNDED_REL_GROWTH = 0.5
-KEEP_UP = 0.95
+KEEP_UP = 0.9
 WRITER_SHORT = 0.9
 """A phase whose writer reached less than this share of its rate says so (the writer, not
 the sync, was the limit)."""
@@ -154,16 +154,33 @@ def lag_trend(commits: Sequence[float], lags: Sequence[float]) -> dict[str, Any]
             "slope": round(slope, 4)}
 
 
-def keeps_up(trend_bounded: bool | None, drained: bool, capacity: float | None,
+def batch_model(batches: Sequence[tuple[int, float]]) -> tuple[float, float] | None:
+    """(fixed seconds, marginal changes/s) of `apply_s = fixed + changes / marginal`, least
+    squares over (changes, apply seconds) of batches; None without two distinct sizes or
+    when bigger batches were not slower (no marginal cost seen)."""
+    pts = [(float(n), float(t)) for n, t in batches]
+    if len({n for n, _ in pts}) < 2:
+        return None
+    mn = sum(n for n, _ in pts) / len(pts)
+    mt = sum(t for _, t in pts) / len(pts)
+    slope = (sum((n - mn) * (t - mt) for n, t in pts) / sum((n - mn) ** 2 for n, _ in pts))
+    if slope <= 0:
+        return None
+    return max(0.0, mt - slope * mn), 1.0 / slope
+
+
+def keeps_up(trend_bounded: bool | None, drained: bool, marginal_per_s: float | None,
              written_per_s: float) -> bool:
-    """The phase's verdict: lag stayed bounded only if every change became visible, the lag
-    did not grow (`lag_trend`), and the batches applied at least KEEP_UP x the written rate
-    per second of their own apply time. The last is what bounds a queue in the long run
-    (a sync busy all the time at a lower rate falls further behind each batch); it also
-    decides where a short phase holds too few batches for the trend to show it."""
+    """The phase's verdict. Batches run back to back while changes wait, each costing
+    fixed + changes / marginal seconds, so a batch holds the changes written during the one
+    before: the batch time settles at fixed / (1 - rate / marginal) when rate < marginal and
+    grows without bound otherwise. Bounded: every change became visible, the lag did not
+    grow (`lag_trend`), and the rate is at most KEEP_UP x the batches' marginal rate (this
+    decides where a phase holds too few batches for its trend to show; with no marginal cost
+    seen, the trend decides)."""
     if not drained or trend_bounded is False:
         return False
-    return capacity is not None and capacity >= KEEP_UP * written_per_s
+    return marginal_per_s is None or written_per_s <= KEEP_UP * marginal_per_s
 
 
 def highest_bounded(phases: Iterable[dict[str, Any]]) -> int | None:
@@ -702,8 +719,11 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
     end_vis = (txs[-1][1] + values[-1]) if drained else time.time()
     ids = batches.batches_between(t_first, end_vis + 0.001)
     applied = sync.batch_stats()
-    rows = sum(applied[b][0] for b in ids if b in applied)
-    busy = sum(applied[b][1] for b in ids if b in applied)
+    points = [applied[b] for b in ids if b in applied]
+    rows = sum(n for n, _ in points)
+    busy = sum(t for _, t in points)
+    model = batch_model(points)
+    rate_w = wrote["achieved_per_s"]
     ph = {
         "rate": rate, "seconds": round(wrote["seconds"], 1), "transactions": len(txs),
         "changes": wrote["changes"], "achieved_per_s": round(wrote["achieved_per_s"]),
@@ -716,14 +736,18 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
         "throughput_per_s": round(wrote["changes"] / max(1e-9, end_vis - t_first)),
         "batches": len(ids),
         "batch_apply_s": _r(busy / len(ids) if ids else None),
-        # what a batch applies per second of its own time (the sync log's apply_s)
-        "apply_capacity_per_s": round(rows / busy) if busy > 0 else None,
+        # the phase's changes per second of batch time (the sync log's apply_s)
+        "apply_per_s": round(rows / busy) if busy > 0 else None,
+        "batch_fixed_s": _r(model[0]) if model else None,
+        "batch_marginal_per_s": round(model[1]) if model else None,
+        # the batch time this rate settles at (None: it does not settle)
+        "steady_batch_s": (_r(model[0] / (1 - rate_w / model[1]))
+                           if model and rate_w < model[1] else None),
         "load_avg": {"start": load0, "end": _load_avg()},
     }
     ph["trend_bounded"] = trend.pop("bounded")
     ph.update(trend)
-    ph["bounded"] = keeps_up(ph["trend_bounded"], drained, ph["apply_capacity_per_s"],
-                             wrote["achieved_per_s"])
+    ph["bounded"] = keeps_up(ph["trend_bounded"], drained, ph["batch_marginal_per_s"], rate_w)
     echo(f"rate {rate:,}/s: {format_phase(ph)}")
     return ph
 
@@ -848,8 +872,8 @@ def format_phase(ph: dict[str, Any]) -> str:
     short = "" if ph["writer_kept_rate"] else " (writer short of the rate)"
     return (f"{ph['achieved_per_s']:,} changes/s written{short}, {ph['transactions']:,} tx; "
             f"lag p50 {ph['p50_s']} s, p99 {ph['p99_s']} s, max {ph['max_s']} s; "
-            f"{ph['batches']} batches of {ph['batch_apply_s']} s, applying "
-            f"{ph['apply_capacity_per_s']}/s; "
+            f"{ph['batches']} batches of {ph['batch_apply_s']} s (fixed "
+            f"{ph['batch_fixed_s']} s + changes at {ph['batch_marginal_per_s']}/s); "
             f"growth {ph['growth_s']} s -> {ok}; load {ph['load_avg']['end'][0]}")
 
 
