@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -638,7 +638,8 @@ class SyncProcess:
             self._stop.set()
 
     def stop(self, timeout: float = 120) -> int:
-        """SIGINT (the sync stops its query between batches), then wait."""
+        """SIGINT (the sync stops its query; a batch cut short is replayed exactly once by
+        the next run), then wait."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         return self.wait(timeout)
@@ -676,7 +677,6 @@ class LagConfig:
     compare: bool = True
     workdir: Path | None = None
     keep: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _load_avg() -> list[float]:
