@@ -439,10 +439,24 @@ def _masked(cmd: list[str], password: str) -> str:
               help="Benchmark binlake verify instead, against a full spark.read.jdbc SELECT "
                    "joined with the Delta tables (see binlake.bench.verify_bench); uses "
                    "--scale, --seed, --repeat, --json, --workdir, --keep.")
-def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed: int, tools: str,
-          per_table: bool, workdir: str | None, keep: bool, timeout: float,
-          profile_dir: str | None, annotate: bool, e2e_seconds: float, e2e_rate: float,
-          sync_mode: bool, verify_mode: bool) -> None:
+@click.option("--lag", "lag_mode", is_flag=True,
+              help="Benchmark commit -> visible in Delta instead: binlake sync streaming while "
+                   "a writer commits at --rates row changes/s for --seconds each (see "
+                   "binlake.bench.lag_bench); uses --seed, --json, --workdir, --keep, and "
+                   "--scale for the tables snapshotted first (default there 20000).")
+@click.option("--rates", default="500,1000,2000,5000", show_default=True,
+              help="With --lag: row changes/s, comma-separated.")
+@click.option("--seconds", type=float, default=120, show_default=True,
+              help="With --lag: seconds per rate.")
+@click.option("--backlog", type=int, default=0, metavar="N",
+              help="With --lag: instead write N row changes with the sync stopped, then time "
+                   "binlake sync --once catching up (batches, peak RSS).")
+@click.pass_context
+def bench(ctx: click.Context, scale: int, repeat: int, url: str | None, json_path: str | None,
+          seed: int, tools: str, per_table: bool, workdir: str | None, keep: bool,
+          timeout: float, profile_dir: str | None, annotate: bool, e2e_seconds: float,
+          e2e_rate: float, sync_mode: bool, verify_mode: bool, lag_mode: bool, rates: str,
+          seconds: float, backlog: int) -> None:
     """Benchmark binlake against python-mysql-replication and mariadb-binlog on one workload.
 
     \b
@@ -453,6 +467,8 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
       binlake bench --e2e-seconds 60                 # plus commit -> Delta lag, p50/p99
       binlake bench --sync --scale 50000             # the pipeline: binlake sync vs Spark floors
       binlake bench --verify --scale 100000 --repeat 2   # binlake verify vs a full compare
+      binlake bench --lag --rates 500,2000 --seconds 60  # commit -> Delta lag at sustained rates
+      binlake bench --lag --backlog 200000           # a backlog caught up: batches, peak RSS
     """
     if repeat < 1 or scale < 1:
         raise click.BadParameter("--scale and --repeat must be at least 1")
@@ -464,6 +480,19 @@ def bench(scale: int, repeat: int, url: str | None, json_path: str | None, seed:
         argv += ["--workdir", workdir] if workdir else []
         argv += ["--keep"] if keep else []
         raise SystemExit(sync_main(argv))
+    if lag_mode:
+        from click.core import ParameterSource
+
+        from .lag_bench import main as lag_main
+
+        argv = ["--seed", str(seed), "--rates", rates, "--seconds", str(seconds),
+                "--backlog", str(backlog)]
+        if ctx.get_parameter_source("scale") is not ParameterSource.DEFAULT:
+            argv += ["--scale", str(scale)]
+        argv += ["--json", json_path] if json_path else []
+        argv += ["--workdir", workdir] if workdir else []
+        argv += ["--keep"] if keep else []
+        raise SystemExit(lag_main(argv))
     if verify_mode:
         from .verify_bench import main as verify_main
 

@@ -14,6 +14,31 @@ from ..errors import BinlakeError
 from .compare import comparable
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """'128M', '1g', '65536', '64MiB' -> bytes (K, M, G are powers of 1024); ValueError
+    naming the text otherwise."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a size: write bytes, or a number with K, M or G "
+                         "(e.g. 128M)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+class ByteSize(click.ParamType):  # type: ignore[type-arg]
+    name = "SIZE"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 @click.command()
 @click.argument("url", required=False)
 @click.option("--tables", default=None,
@@ -30,6 +55,11 @@ from .compare import comparable
               help="Also keep an append-only raw change table in _binlake/changes.")
 @click.option("--max-rows-per-trigger", type=int, default=None,
               help="Admission control: at most this many row changes per micro-batch.")
+@click.option("--max-bytes-per-trigger", type=ByteSize(), default=None,
+              show_default="128M",
+              help="Admission control: at most this much binlog per micro-batch (whole "
+                   "transactions; K, M, G suffixes; 0: no limit), so a long backlog is "
+                   "applied in bounded batches.")
 @click.option("--trigger-interval", type=float, default=1.0, show_default=True,
               help="Seconds between micro-batches when streaming.")
 @click.option("--no-snapshot", is_flag=True,
@@ -43,7 +73,7 @@ from .compare import comparable
               help="A Spark setting (repeatable), e.g. spark.driver.host=10.0.0.5 on a cluster.")
 def sync(url: str | None, tables: str | None, warehouse: str, master: str, once: bool,
          scd_type: str, change_log: bool, max_rows_per_trigger: int | None,
-         trigger_interval: float, no_snapshot: bool, chunk_size: int | None,
+         max_bytes_per_trigger: int | None, trigger_interval: float, no_snapshot: bool, chunk_size: int | None,
          metrics_port: int | None, log_json: bool, confs: tuple[str, ...] = ()) -> None:
     """Keep Delta Lake tables equal to MySQL/MariaDB tables: snapshot, then stream.
 
@@ -79,6 +109,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
         opts = SyncOptions(url=url, tables=tables, warehouse=Path(warehouse), master=master,
                            once=once, scd_type=int(scd_type), change_log=change_log,
                            max_rows_per_trigger=max_rows_per_trigger,
+                           max_bytes_per_trigger=max_bytes_per_trigger,
                            trigger_seconds=trigger_interval, snapshot=not no_snapshot,
                            chunk_size=chunk_size, metrics_port=metrics_port, conf=conf)
         report = run_sync(opts, on_progress=_progress)

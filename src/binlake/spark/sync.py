@@ -98,6 +98,8 @@ class SyncOptions:
     scd_type: int = 1
     change_log: bool = False
     max_rows_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    """Binlog bytes per micro-batch (None: SYNC_MAX_BYTES_PER_TRIGGER; 0: no limit)."""
     trigger_seconds: float = 1.0
     snapshot: bool = True
     chunk_size: int | None = None
@@ -129,6 +131,12 @@ class SyncState:
     def save(self) -> None:
         atomic_write_text(self.path, json.dumps(self.data, indent=1))
 
+
+SYNC_MAX_BYTES_PER_TRIGGER = 128 << 20
+"""Admission control by default: a backlog is applied in micro-batches of at most this many
+binlog bytes (whole transactions; one larger transaction goes alone), so a batch's cached
+changes and MERGE stay bounded however far behind the sync starts. Bytes, not rows: the
+driver finds the cut without decoding a row image."""
 
 SYNC_PARTITION_BYTES = 8 << 20
 """Binlog bytes above which a batch's range is split between readers (the source's
@@ -515,6 +523,10 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
               .option("schemaHistory", str(schema_history_path(opts.warehouse))))
     if opts.max_rows_per_trigger:
         reader = reader.option("maxRowsPerTrigger", str(opts.max_rows_per_trigger))
+    max_bytes = (SYNC_MAX_BYTES_PER_TRIGGER if opts.max_bytes_per_trigger is None
+                 else opts.max_bytes_per_trigger)
+    if max_bytes:
+        reader = reader.option("maxBytesPerTrigger", str(max_bytes))
     # A backlog's range is read and decoded in Python, one core per partition: split it
     # finely so every core reads (a split costs a connection and a seek).
     reader = reader.option("partitionBytes", str(SYNC_PARTITION_BYTES))
