@@ -40,9 +40,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     starts: list[int] = []
     real = files._read_mapped
 
-    def counted(fd: int, dec: Any, start: int):
+    def counted(fd: int, dec: Any, start: int, drain: Any):
         starts.append(start)
-        return real(fd, dec, start)
+        return real(fd, dec, start, drain)
 
     monkeypatch.setattr(files, "MAP_MIN", 0)
     monkeypatch.setattr(files, "MAP_WINDOW", 4096)
@@ -117,7 +117,7 @@ def test_a_file_the_server_still_writes_is_not_mapped(corpus_dir: Path, spy: lis
 
 def test_small_files_are_read(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(files, "_read_mapped", lambda fd, dec, start: calls.append(start) or iter(()))
+    monkeypatch.setattr(files, "_read_mapped", lambda fd, dec, start, drain: calls.append(start) or iter(()))
     small = next(p for p in _closed_files(corpus_dir) if p.stat().st_size < files.MAP_MIN)
     assert _read(small)[0] and calls == []
 
