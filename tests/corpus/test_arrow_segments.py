@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from binlake.binlog.columns.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError
@@ -56,10 +57,10 @@ def _batches(path: Path, keep, size: int, max_bytes: int, counts: list[int],
 
 
 def _both(path, keep, size, max_bytes, monkeypatch, counts, part=(None, None)):
-    monkeypatch.setattr(arrow, "SEGMENTS_MODE", True)
-    with_segments = _batches(path, keep, size, max_bytes, counts, part, monkeypatch)
-    monkeypatch.setattr(arrow, "SEGMENTS_MODE", False)
-    without = _batches(path, keep, size, max_bytes, [0], part)
+    with switches.set(segments=True):
+        with_segments = _batches(path, keep, size, max_bytes, counts, part, monkeypatch)
+    with switches.set(segments=False):
+        without = _batches(path, keep, size, max_bytes, [0], part)
     return with_segments, without
 
 
@@ -84,7 +85,7 @@ def test_segments_give_the_batches_of_events(corpus_dir: Path, monkeypatch: pyte
                 assert isinstance(rows, pa.Table) and rows.equals(want), (path.name, keep)
                 compared += want.num_rows
     assert compared > 1000
-    if arrow._Segments is not None and arrow._ImageColumn is not None:
+    if switches.c is not None:
         assert counts[0] > 50  # the scanner did add events (so they were compared)
 
 
@@ -107,7 +108,7 @@ def test_segments_in_parts_of_a_file(corpus_dir: Path, monkeypatch: pytest.Monke
         parts_without.append(want)
     (_, whole), _ = _both(big, None, 10_000, arrow.MAX_BATCH_BYTES, monkeypatch, [0])
     assert pa.concat_tables(parts_with).equals(whole)
-    if arrow._Segments is not None:
+    if switches.c is not None:
         assert counts[0] > 0
 
 
@@ -135,10 +136,9 @@ def test_a_filter_that_fails_inside_a_run(corpus_dir: Path, monkeypatch: pytest.
 
         results = []
         for mode in (True, False):
-            monkeypatch.setattr(arrow, "SEGMENTS_MODE", mode)
             dec = BinlogDecoder(file=path.name, json_images=True, table_filter=keep)
             got = []
-            with pytest.raises(RuntimeError, match="filter failed"):
+            with switches.set(segments=mode), pytest.raises(RuntimeError, match="filter failed"):
                 for b in file_batches(path, tables=keep, statements=False, batch_size=5,
                                       decoder=dec):
                     got.append(b)

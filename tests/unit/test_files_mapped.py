@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.binlog import files
+from binlake.binlog.columns.native import switches
 from binlake.errors import DecodeError
 
 FDE_FLAGS = 4 + 17  # the FORMAT_DESCRIPTION's header flags, after the magic
@@ -130,7 +131,7 @@ def test_windows_are_unmapped_as_the_reading_goes(corpus_dir: Path, spy: list[in
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-large-event.000001"
     monkeypatch.setattr(files, "MAP_WINDOW", 1 << 20)
-    monkeypatch.setattr(files, "CRC_AHEAD", False)  # (with it, two: test_crc_ahead.py)
+    monkeypatch.setattr(switches, "crc_ahead", False)  # (with it, two: test_crc_ahead.py)
     seen = []
     events = files.read_events(path, allow_unknown=True)
     for _ in events:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from functools import cache
 from typing import Any, Callable, Iterator, Protocol
 
 from .._util.recent import make_room
@@ -20,7 +21,7 @@ from .constants import (
 from .codecs import control, query, rows
 from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.native import speedups as _speedups
+from .columns.native import switches
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 
@@ -165,9 +166,10 @@ class BinlogDecoder:
         self._decryptor = None
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
         # twin: whatever it does not take goes the Python way below).
-        self._scanner = None if _speedups is None else _speedups.RowsScanner(
+        c = switches.c
+        self._scanner = None if c is None or not switches.scanner else c.RowsScanner(
             make_header, rows.make_rows_event, ("insert", "update", "delete"),
-            self.tables, self._rows_phl, *_GROUP_EVENT_MAKERS)
+            self.tables, self._rows_phl, *_group_event_makers(c))
         self.table_resolver = table_resolver  # (the scanner's too)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
@@ -715,24 +717,24 @@ _SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
 }
 
 
-def _group_event_makers() -> tuple[Any, ...]:
-    """XidEvent, MariaGtidEvent and TableMapEvent makers for the C scanner, which fills the
-    fields in this order (event_rows.h: scan_group_event, scan_table_map); a field added to
-    any of these classes fails here, at import, not with a wrong event."""
-    if _speedups is None:
-        return ()
-    return (_speedups.SlotMaker(XidEvent, ("header", "file", "offset", "end", "inner_index", "xid")),
-            _speedups.SlotMaker(MariaGtidEvent, (
+@cache
+def _group_event_makers(c: Any) -> tuple[Any, ...]:
+    """XidEvent, MariaGtidEvent and TableMapEvent makers for the C scanner of extension `c`,
+    which fills the fields in this order (event_rows.h: scan_group_event, scan_table_map); a
+    field added to any of these classes fails here, at import, not with a wrong event."""
+    return (c.SlotMaker(XidEvent, ("header", "file", "offset", "end", "inner_index", "xid")),
+            c.SlotMaker(MariaGtidEvent, (
                 "header", "file", "offset", "end", "inner_index", "domain_id", "server_id",
                 "seq_no", "flags", "commit_id", "xid", "flags_extra", "extra_engines",
                 "sa_seq_no", "thread_id")),
-            _speedups.SlotMaker(TableMapEvent, (
+            c.SlotMaker(TableMapEvent, (
                 "header", "file", "offset", "end", "inner_index", "table_id", "flags", "schema",
                 "table", "columns", "primary_key", "primary_key_prefixes",
                 "has_optional_metadata", "row_decoders")))
 
 
-_GROUP_EVENT_MAKERS = _group_event_makers()
+if switches.c is not None:
+    _group_event_makers(switches.c)  # (checked at import)
 
 
 def _register_gtid_codecs() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
-from .columns.native import speedups as _speedups
+from .columns.native import switches
 from .constants import ChecksumAlg, EventFlag, EventType as E
 from .decoder import BinlogDecoder, RunMerge
 from .events import Event
@@ -165,11 +165,6 @@ def _read_mapped(fd: int, dec: BinlogDecoder, start: int,
             ahead.close()
 
 
-CRC_AHEAD = os.environ.get("BINLAKE_CRC_AHEAD", "1") != "0"
-"""Check a mapped file's checksums in a thread ahead of the decoder, given a second CPU
-(BINLAKE_CRC_AHEAD=0: in the decoder's thread, as everywhere else)."""
-
-
 def share_cpus(workers: int) -> None:
     """In one of `workers` processes that decode at once (a pool's initializer): with a
     process per CPU or more, each checks its checksums in its decoding thread.
@@ -177,17 +172,17 @@ def share_cpus(workers: int) -> None:
     Why: a CrcAhead thread pays off on a CPU the decoder leaves idle. When every CPU
     already runs a decoder, it only takes turns with them, and the decoder then reads bytes
     another CPU brought in, which is slower than checking in the decoding thread."""
-    global CRC_AHEAD
     if workers >= _cpus():
-        CRC_AHEAD = False
+        switches.crc_ahead = False
 
 
 def _crc_ahead(dec: BinlogDecoder, start: int) -> Any:
     """A CrcAhead thread for a mapped file read from `start`, or None: checksums not
-    verified, no C extension, a single CPU to run on."""
-    if not CRC_AHEAD or not dec.verify_checksums or _CrcAhead is None or _cpus() < 2:
+    verified, no C extension, switched off (switches.crc_ahead), a single CPU to run on."""
+    crc_ahead = getattr(switches.c, "CrcAhead", None)
+    if not switches.crc_ahead or not dec.verify_checksums or crc_ahead is None or _cpus() < 2:
         return None
-    return _CrcAhead(max(start, 4))
+    return crc_ahead(max(start, 4))
 
 
 def _cpus() -> int:
@@ -195,9 +190,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-_CrcAhead = getattr(_speedups, "CrcAhead", None)
 
 
 _HEADER_TYPES = frozenset({E.FORMAT_DESCRIPTION, E.MARIADB_START_ENCRYPTION})

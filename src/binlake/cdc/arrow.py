@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from ..binlog.columns.native import speedups as _speedups
+from ..binlog.columns.native import switches
 from ..binlog.decoder import RunMerge
 from ..binlog.events import Event, RowsEvent
 from ..binlog.files import read_part, read_runs
@@ -130,6 +130,9 @@ class CdcBatchBuilder:
         self._segs: Any = _new_segments(self._fidx)
         self._before: Any = _new_column()
         self._after: Any = _new_column()
+        c = switches.c  # (the C parts, or None: their Python twins)
+        self._image_rows = getattr(c, "ImageRows", None)
+        self._runs = getattr(c, "run_column", None)
 
     def __len__(self) -> int:
         return len(self._segs)
@@ -216,7 +219,7 @@ class CdcBatchBuilder:
         if n <= 0:
             return
         kind = ev.kind
-        if type(rows) is _ImageRows:  # packed JSON images: each side copied in one go
+        if type(rows) is self._image_rows:  # packed JSON images: each side copied in one go
             if kind == "update":
                 self._before.run(rows, 0, start, stop)
                 self._after.run(rows, 1, start, stop)
@@ -266,11 +269,12 @@ class CdcBatchBuilder:
         segs, ends, row = self._segs.finish()
         before, after = self._before, self._after
         (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query, ddl) = zip(*segs)
-        if _runs is not None:
+        runs = self._runs
+        if runs is not None:
             def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
                      fill: int | None = None) -> pa.Array:
                 """A segment column as a row column, its buffers written in C."""
-                validity, data, *offsets = _runs(values, ends, kind, scale, fill)
+                validity, data, *offsets = runs(values, ends, kind, scale, fill)
                 bufs = [None if validity is None else pa.py_buffer(validity)]
                 bufs += [pa.py_buffer(offsets[0])] if offsets else []
                 return pa.Array.from_buffers(typ, n, bufs + [pa.py_buffer(data)])
@@ -402,14 +406,16 @@ class _PySegments:
 
 def _new_segments(fidx: dict[str | None, int]) -> Any:
     """Empty segments: CdcSegments (C), else _PySegments."""
-    if _Segments is not None and _ImageColumn is not None:
-        return _Segments(fidx, file_index)
+    c = switches.c
+    if c is not None:
+        return c.CdcSegments(fidx, file_index)
     return _PySegments(fidx)
 
 
 def _new_column() -> Any:
     """An empty image column: ImageColumn (C), else a _ListColumn."""
-    return _ImageColumn() if _ImageColumn is not None else _ListColumn()
+    c = switches.c
+    return c.ImageColumn() if c is not None else _ListColumn()
 
 
 def _image_array(column: Any, n: int) -> pa.Array:
@@ -426,12 +432,6 @@ def _image_array(column: Any, n: int) -> pa.Array:
     arr = pa.Array.from_buffers(pa.string(), n, bufs)
     arr.validate()
     return arr
-
-
-_ImageColumn = getattr(_speedups, "ImageColumn", None)
-_runs = getattr(_speedups, "run_column", None)
-_Segments = getattr(_speedups, "CdcSegments", None)
-_ImageRows = getattr(_speedups, "ImageRows", None)
 
 
 MAX_BATCH_BYTES = 8 << 20
@@ -458,11 +458,6 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
             yield builder.flush()
     if len(builder):
         yield builder.flush()
-
-
-SEGMENTS_MODE = True
-"""file_batches lets the decoder's C scanner add rows events to the batch itself (its
-RunMerge's segments); tests turn it off to compare."""
 
 
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
@@ -500,7 +495,7 @@ def file_batches(path: Any, begin: int | None = None, end: int | None = None, *,
     builder = CdcBatchBuilder()
     segs = builder._segs
     check = tables is not None and decoder.table_filter is not tables
-    if (SEGMENTS_MODE and not check and decoder.json_images
+    if (switches.segments and not check and decoder.json_images
             and type(segs) is not _PySegments):
         xa = tracker.xa
         merge = RunMerge(lambda: (tracker.gtid, not xa.holding),

@@ -5,7 +5,7 @@ A reader that wants only the change records of a file (`binlake decode`) hands a
 and a tracker to `RecordRuns`. The driver owns the decoder's records mode (a RunMerge):
 the kept rows events of each C run, and the TABLE_MAPs between them, come out as lists of
 records made in C as `ChangeTracker.records` makes them; every other event goes through
-the tracker here. Without the C extension (or BINLAKE_PURE_PYTHON=1)
+the tracker here. Without the C extension (or BINLAKE_PURE_PYTHON=1, or switches.records off)
 every event goes through the tracker: the same records. Why: a large row is an event of
 its own, and a Python step per event weighs on a one-table decode.
 """
@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 from ..binlog.decoder import BinlogDecoder, RunMerge
 from ..binlog.events import RowsEvent
-from ..binlog.files import opens_group, read_runs
+from ..binlog.columns.native import switches
+from ..binlog.files import opens_group, read_events, read_runs
 from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
 
 __all__ = ["RecordRuns"]
@@ -54,7 +55,8 @@ class RecordRuns:
         (an event group's start) up to the first event group starting at or after `until`
         (its offset then in `reached`; None: the file's end)."""
         dec, tracker = self.decoder, self.tracker
-        items: Iterator[Any] = read_runs(path, self._merge, decoder=dec, start=start)
+        items: Iterator[Any] = (read_runs(path, self._merge, decoder=dec, start=start)
+                                if switches.records else read_events(path, decoder=dec, start=start))
         records_of = tracker.records
         filtered = tracker.table_filter is not None
         pass_over = self.pass_over

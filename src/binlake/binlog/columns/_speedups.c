@@ -89,7 +89,7 @@ static PyMethodDef module_methods[] = {
      "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,
      "utf8_simd() -> 'avx512', 'avx2' or 'off': the vector code UTF-8 text is decoded and "
-     "checked with (BINLAKE_SIMD=0 turns it off, BINLAKE_SIMD=avx2 stops at AVX2)."},
+     "checked with (native.py applies BINLAKE_SIMD: 0 turns it off, avx2 stops at AVX2)."},
     {"utf8_set_simd", utf8_set_simd, METH_O,
      "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
     {"crc32_set_simd", crc32_set_simd, METH_O,

@@ -12,7 +12,7 @@
  * lanes in four 512-bit registers are folded by x^2080 and x^2016 while 256 bytes are left;
  * with VPCLMULQDQ and AVX2 (crc32_vpclmul256: AMD Zen 3, Intel
  * Alder Lake) the eight lanes in four 256-bit registers (BINLAKE_SIMD=0 keeps to the
- * 128-bit folds, avx2 to 256 bits at most). Anything shorter than
+ * 128-bit folds, avx2 to 256 bits at most: applied by native.py as the module loads). Anything shorter than
  * 64 bytes, the last 0-15 bytes and a CPU without the instruction take the table (slicing
  * by 8 bytes).
  *
@@ -24,8 +24,8 @@
 static uint32_t CRC_TABLE[8][256];
 static int g_crc_clmul = 0;  /* set at import: the CPU has PCLMULQDQ and SSE4.1 */
 /* The widest fold in use, in bits: 512 (VPCLMULQDQ and AVX-512F), 256 (VPCLMULQDQ and
-   AVX2) or 128; set at import from the CPU (g_crc_wide_cpu) and BINLAKE_SIMD, changed by
-   crc32_set_simd for tests. */
+   AVX2) or 128; set at import from the CPU (g_crc_wide_cpu), capped by native.py's
+   switchboard (BINLAKE_SIMD) and by tests through crc32_set_simd. */
 static int g_crc_wide = 128, g_crc_wide_cpu = 128;
 
 static void crc32_init(void) {
@@ -43,10 +43,7 @@ static void crc32_init(void) {
     if (g_crc_clmul && __builtin_cpu_supports("vpclmulqdq"))
         g_crc_wide_cpu = __builtin_cpu_supports("avx512f") ? 512
                          : __builtin_cpu_supports("avx2") ? 256 : 128;
-    const char *env = getenv("BINLAKE_SIMD");
     g_crc_wide = g_crc_wide_cpu;
-    if (env != NULL && env[0] == '0') g_crc_wide = 128;
-    else if (env != NULL && strcmp(env, "avx2") == 0 && g_crc_wide > 256) g_crc_wide = 256;
 #endif
 }
 
