@@ -66,7 +66,7 @@ typedef struct {
     Py_ssize_t pos;
     long long base;
     int tail, verify, count_filtered, json, skip;
-    long long verified;     /* file offset below which checksums were checked (crc_ahead.h) */
+    long long verified;     /* file offset below which checksums were checked (crc_ahead.c) */
     Py_ssize_t scanned, skipped, skipped_rows;
     /* a scan of received packets (scan_packets): where the received bytes end, the sequence
        id the next packet must have */
