@@ -25,15 +25,13 @@ def decode_file(path: str, tables_spec: str | None, batch_size: int, begin: int 
 
     from binlake.binlog.decoder import BinlogDecoder
     from binlake.cdc.changes import table_filter
-    from binlake.binlog.files import read_part
-    from binlake.cdc.arrow import events_to_batches
+    from binlake.cdc.arrow import file_batches
 
     tables = table_filter(tables_spec)
     rows = batches = 0
     dec = BinlogDecoder(file=Path(path).name, json_images=True, table_filter=tables)
-    for batch in events_to_batches(read_part(path, begin, end, decoder=dec), batch_size=batch_size,
-                                   tables=tables, statements=False,
-                                   decoder=dec if tables is not None else None):
+    for batch in file_batches(path, begin, end, decoder=dec, batch_size=batch_size,
+                              tables=tables, statements=False):
         rows += batch.num_rows
         batches += 1
     return rows, batches

@@ -1,5 +1,5 @@
-"""events_to_batches lets the C scanner add rows events to the Arrow batch itself (segments
-mode, BinlogDecoder.segments_target): the batches must be those of the event-by-event way,
+"""file_batches lets the C scanner add rows events to the Arrow batch itself (segments
+mode, a RunMerge of segments): the batches must be those of the event-by-event way,
 row for row, on every corpus file, with and without a table filter, at batch limits that cut
 runs short, and for parts of a file read as the Spark files source reads them."""
 from __future__ import annotations
@@ -9,12 +9,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from binlake.binlog.columns.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError
-from binlake.binlog.files import read_events, read_part, split_points
+from binlake.binlog.files import read_events, read_runs, split_points
 from binlake.cdc import arrow
-from binlake.cdc.arrow import CDC_SCHEMA, events_to_batches
+from binlake.cdc.arrow import CDC_SCHEMA, file_batches
 
 from corpus_index import corpus_files
 
@@ -30,21 +31,23 @@ def _first_table(path: Path) -> tuple[str, str] | None:
 
 
 def _batches(path: Path, keep, size: int, max_bytes: int, counts: list[int],
-             part: tuple[int | None, int | None] = (None, None)) -> tuple[list[int], pa.Table | str]:
+             part: tuple[int | None, int | None] = (None, None),
+             monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[list[int], pa.Table | str]:
     """(batch sizes, the rows) of one read, or the error it ended with."""
     dec = BinlogDecoder(file=path.name, json_images=True, table_filter=keep)
 
-    def counting(events):
-        for ev in events:
+    def counting(*args, **kwargs):
+        for ev in read_runs(*args, **kwargs):
             counts[0] += type(ev) is int  # (a count of events the scanner added)
             yield ev
 
+    if monkeypatch is not None:
+        monkeypatch.setattr(arrow, "read_runs", counting)
     sizes: list[int] = []
     got: list[pa.RecordBatch] = []
     try:
-        for b in events_to_batches(counting(read_part(path, *part, decoder=dec)), tables=keep,
-                                   statements=False, batch_size=size, max_bytes=max_bytes,
-                                   decoder=dec):
+        for b in file_batches(path, *part, tables=keep, statements=False, batch_size=size,
+                              max_bytes=max_bytes, decoder=dec):
             b.validate(full=True)
             sizes.append(b.num_rows)
             got.append(b)
@@ -54,10 +57,10 @@ def _batches(path: Path, keep, size: int, max_bytes: int, counts: list[int],
 
 
 def _both(path, keep, size, max_bytes, monkeypatch, counts, part=(None, None)):
-    monkeypatch.setattr(arrow, "SEGMENTS_MODE", True)
-    with_segments = _batches(path, keep, size, max_bytes, counts, part)
-    monkeypatch.setattr(arrow, "SEGMENTS_MODE", False)
-    without = _batches(path, keep, size, max_bytes, [0], part)
+    with switches.set(segments=True):
+        with_segments = _batches(path, keep, size, max_bytes, counts, part, monkeypatch)
+    with switches.set(segments=False):
+        without = _batches(path, keep, size, max_bytes, [0], part)
     return with_segments, without
 
 
@@ -82,7 +85,7 @@ def test_segments_give_the_batches_of_events(corpus_dir: Path, monkeypatch: pyte
                 assert isinstance(rows, pa.Table) and rows.equals(want), (path.name, keep)
                 compared += want.num_rows
     assert compared > 1000
-    if arrow._Segments is not None and arrow._ImageColumn is not None:
+    if switches.c is not None:
         assert counts[0] > 50  # the scanner did add events (so they were compared)
 
 
@@ -105,7 +108,7 @@ def test_segments_in_parts_of_a_file(corpus_dir: Path, monkeypatch: pytest.Monke
         parts_without.append(want)
     (_, whole), _ = _both(big, None, 10_000, arrow.MAX_BATCH_BYTES, monkeypatch, [0])
     assert pa.concat_tables(parts_with).equals(whole)
-    if arrow._Segments is not None:
+    if switches.c is not None:
         assert counts[0] > 0
 
 
@@ -133,12 +136,11 @@ def test_a_filter_that_fails_inside_a_run(corpus_dir: Path, monkeypatch: pytest.
 
         results = []
         for mode in (True, False):
-            monkeypatch.setattr(arrow, "SEGMENTS_MODE", mode)
             dec = BinlogDecoder(file=path.name, json_images=True, table_filter=keep)
             got = []
-            with pytest.raises(RuntimeError, match="filter failed"):
-                for b in events_to_batches(read_events(path, decoder=dec), tables=keep,
-                                           statements=False, batch_size=5, decoder=dec):
+            with switches.set(segments=mode), pytest.raises(RuntimeError, match="filter failed"):
+                for b in file_batches(path, tables=keep, statements=False, batch_size=5,
+                                      decoder=dec):
                     got.append(b)
             results.append(pa.Table.from_batches(got, schema=CDC_SCHEMA))
         assert results[0].equals(results[1]), path.name

@@ -1,4 +1,4 @@
-"""`binlake decode` takes lists of records made in C (BinlogDecoder.records_key) in place of
+"""`binlake decode` takes lists of records made in C (cdc/runs.py's RecordRuns) in place of
 the rows events of a run: its output must be what the event-by-event way prints, byte for
 byte, on every corpus file, with and without a table filter, errors included.
 
@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import binlake.cdc.changes as changes
 import binlake.binlog.files as files_module
+import binlake.cdc.runs as runs_module
 from binlake.binlog.events import RowsEvent
 from binlake.cli.program import main
 from binlake.errors import BinlakeError
@@ -33,14 +34,14 @@ def _first_table(path: Path) -> str | None:
 
 def test_lists_print_what_events_print(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lists = [0]
-    real = files_module.read_events
+    real = files_module.read_runs
 
     def counting(*args, **kwargs):
         for item in real(*args, **kwargs):
             lists[0] += type(item) is list
             yield item
 
-    monkeypatch.setattr(files_module, "read_events", counting)
+    monkeypatch.setattr(runs_module, "read_runs", counting)
     compared = 0
     for path in corpus_files(corpus_dir):
         if "encrypt" in path.name:

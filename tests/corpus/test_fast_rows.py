@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import binlake.binlog.codecs.rows as rows
-import binlake.binlog.decoder as decoder_module
+from binlake.binlog.columns.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent
@@ -37,13 +37,8 @@ the general path alone."""
 
 
 def _decoder(way: str, **options: object) -> BinlogDecoder:
-    saved = decoder_module._speedups
-    if way != "c":
-        decoder_module._speedups = None  # (the decoder makes its scanner when built)
-    try:
+    with switches.set(scanner=way == "c"):  # (the decoder makes its scanner when built)
         return BinlogDecoder(**options)
-    finally:
-        decoder_module._speedups = saved
 
 
 class _Way:

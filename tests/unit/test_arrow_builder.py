@@ -11,6 +11,13 @@ from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
 from binlake.cdc import arrow
 from binlake.cdc.arrow import CDC_SCHEMA, CdcBatchBuilder, events_to_batches, iter_cdc_batches
+from binlake.binlog.columns.native import switches
+
+# The C parts of the Arrow path (None: not built, or BINLAKE_PURE_PYTHON=1)
+_ImageRows = getattr(switches.c, "ImageRows", None)
+_ImageColumn = getattr(switches.c, "ImageColumn", None)
+_Segments = getattr(switches.c, "CdcSegments", None)
+_runs = getattr(switches.c, "run_column", None)
 
 FILES = ("row-full-metafull-crc32", "row-minimal-metaminimal-crc32", "statement-mixed",
          "gtid-domains-xa", "large-event")
@@ -64,7 +71,7 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
         assert len(one) == len(many) and one.image_bytes == many.image_bytes
         if not len(one):
             continue
-        if json_images and arrow._ImageRows is not None and any(len(recs) > 1 for recs in lists):
+        if json_images and _ImageRows is not None and any(len(recs) > 1 for recs in lists):
             # whole events went in as one segment (the C writer's images; the pure-Python
             # decoders give values, which go record by record)
             assert many._segs.count < one._segs.count
@@ -72,13 +79,14 @@ def test_a_rows_events_records_added_at_once_equal_one_by_one(corpus_dir: Path,
         assert a.equals(b), path.name
 
 
-def test_without_the_c_buffers(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_c_buffers(corpus_dir: Path) -> None:
     path = _paths(corpus_dir)[0]
     expect = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
-    monkeypatch.setattr(arrow, "_ImageColumn", None)  # image columns kept as Python lists
-    monkeypatch.setattr(arrow, "_runs", None)  # pyarrow.compute expands the segments
-    monkeypatch.setattr(arrow, "_ImageRows", None)  # packed rows read as a plain sequence
-    got = _table(list(events_to_batches(read_events(path, json_images=True), batch_size=5)))
+    events = list(read_events(path, json_images=True))  # (the C decoder's packed rows)
+    # Python image columns and segments, pyarrow.compute expanding the segments, the
+    # packed rows read as a plain sequence
+    with switches.set(c=None):
+        got = _table(list(events_to_batches(iter(events), batch_size=5)))
     assert expect.equals(got)
 
 
@@ -98,13 +106,12 @@ def _column(parts: list) -> object:
 
 
 @pytest.mark.parametrize("c_columns", [True, False])
-def test_nulls_empty_and_non_ascii_images(monkeypatch: pytest.MonkeyPatch, c_columns: bool) -> None:
-    if not c_columns:
-        monkeypatch.setattr(arrow, "_ImageColumn", None)
-    elif arrow._ImageColumn is None:
+def test_nulls_empty_and_non_ascii_images(c_columns: bool) -> None:
+    if c_columns and switches.c is None:
         pytest.skip("needs the C extension")
     images = [b'{"a":"\xc3\xa9"}', None, b"", None, b'{"b":1}'] * 3
-    arr = arrow._image_array(_column([images]), len(images))
+    with switches.set(c=switches.c if c_columns else None):
+        arr = arrow._image_array(_column([images]), len(images))
     arr.validate(full=True)
     assert arr.to_pylist() == [None if v is None else v.decode() for v in images]
     assert arrow._image_array(_column([]), 0).to_pylist() == []
@@ -130,10 +137,10 @@ def _packed_events(corpus_dir: Path) -> list:
     from binlake.binlog.events import RowsEvent
 
     return [ev for path in _paths(corpus_dir) for ev in read_events(path, json_images=True)
-            if isinstance(ev, RowsEvent) and type(ev.rows) is arrow._ImageRows]
+            if isinstance(ev, RowsEvent) and type(ev.rows) is _ImageRows]
 
 
-@pytest.mark.skipif(arrow._ImageRows is None, reason="packed images come from the C extension")
+@pytest.mark.skipif(_ImageRows is None, reason="packed images come from the C extension")
 def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
     events = _packed_events(corpus_dir)
     assert any(ev.kind == "update" for ev in events) and any(len(ev.rows) > 3 for ev in events)
@@ -157,7 +164,7 @@ def test_packed_runs_mixed_with_lists_and_nulls(corpus_dir: Path) -> None:
         _column([(events[0].rows, 2, 0, 1)])  # no such side
 
 
-@pytest.mark.skipif(arrow._ImageRows is None, reason="packed images come from the C extension")
+@pytest.mark.skipif(_ImageRows is None, reason="packed images come from the C extension")
 def test_long_runs_copied_at_every_alignment(corpus_dir: Path) -> None:
     """A run of 4 KiB or more is copied with streaming stores from the column's next 64-byte
     line (image_column.h, col_copy): the bytes before that line, the whole lines and the
@@ -174,7 +181,7 @@ def test_long_runs_copied_at_every_alignment(corpus_dir: Path) -> None:
             assert arr.to_pylist() == ["x" * lead] + [v.decode() for v in images * 2]
 
 
-@pytest.mark.skipif(arrow._ImageColumn is None, reason="needs the C extension")
+@pytest.mark.skipif(_ImageColumn is None, reason="needs the C extension")
 def test_column_memory_is_reused_only_once_freed() -> None:
     """A finished column's data goes back to a pool when Arrow lets go of it: an array still
     held must keep its bytes however many columns are written and dropped meanwhile."""
@@ -196,7 +203,7 @@ def test_empty_builder() -> None:
     assert len(b) == 0 and b.flush().num_rows == 0
 
 
-@pytest.mark.skipif(arrow._runs is None, reason="needs the C extension")
+@pytest.mark.skipif(_runs is None, reason="needs the C extension")
 def test_segment_columns_expand_like_arrows_run_end_decoding() -> None:
     """The C expansion of per-event fields over their rows (run_column) against Arrow's own
     run-end decoding: nulls, fills, scaling, non-ASCII text, empty runs."""
@@ -210,7 +217,7 @@ def test_segment_columns_expand_like_arrows_run_end_decoding() -> None:
         return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(run_ends, pa.array(values, typ)))
 
     def c_way(values, typ, kind, scale=1, fill=None):
-        validity, data, *offsets = arrow._runs(values, ends, kind, scale, fill)
+        validity, data, *offsets = _runs(values, ends, kind, scale, fill)
         bufs = [None if validity is None else pa.py_buffer(validity)]
         bufs += [pa.py_buffer(o) for o in offsets]
         arr = pa.Array.from_buffers(typ, 6, bufs + [pa.py_buffer(data)])
@@ -226,17 +233,17 @@ def test_segment_columns_expand_like_arrows_run_end_decoding() -> None:
     text = ["insert", None, "tëxt 🚀", ""]
     assert c_way(text, pa.string(), "s").equals(arrow_way(text, pa.string()))
     with pytest.raises(OverflowError):
-        arrow._runs([1, 2, 2 ** 40, 4], ends, "i", 1, None)
+        _runs([1, 2, 2 ** 40, 4], ends, "i", 1, None)
     with pytest.raises(OverflowError):
-        arrow._runs([1, 2, 2 ** 62, 4], ends, "q", 1_000_000, None)
+        _runs([1, 2, 2 ** 62, 4], ends, "q", 1_000_000, None)
     with pytest.raises(ValueError):
-        arrow._runs([1, 2, 3], ends, "q", 1, None)  # one value per run
+        _runs([1, 2, 3], ends, "q", 1, None)  # one value per run
     with pytest.raises(TypeError):
-        arrow._runs([b"x", None, None, None], ends, "s", 1, None)
+        _runs([b"x", None, None, None], ends, "s", 1, None)
     with pytest.raises(ValueError):
-        arrow._runs([1, 2, 3, 4], array("i", [2, 1, 5, 6]), "q", 1, None)  # ends go back
-    assert arrow._runs([], array("i"), "s", 1, None)[1] == b""
-    validity, data, offsets = arrow._runs(["a", "b", "c"], array("i", [1, 1, 2]), "s", 1, None)
+        _runs([1, 2, 3, 4], array("i", [2, 1, 5, 6]), "q", 1, None)  # ends go back
+    assert _runs([], array("i"), "s", 1, None)[1] == b""
+    validity, data, offsets = _runs(["a", "b", "c"], array("i", [1, 1, 2]), "s", 1, None)
     assert validity is None and data == b"ac"  # an empty run adds no row
 
 
@@ -262,7 +269,7 @@ def test_adding_never_changes_an_events_rows(corpus_dir: Path, monkeypatch: pyte
     assert b.flush().num_rows == sum(map(len, snapshot)) + len(events)
 
 
-@pytest.mark.skipif(arrow._Segments is None or arrow._ImageRows is None,
+@pytest.mark.skipif(_Segments is None or _ImageRows is None,
                     reason="needs the C extension")
 def test_events_and_records_taken_in_c_give_the_python_batches(
         corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,7 +316,7 @@ def test_events_and_records_taken_in_c_give_the_python_batches(
     assert taken["event"] > 0 and taken["record"] > 0
 
 
-@pytest.mark.skipif(arrow._Segments is None, reason="needs the C extension")
+@pytest.mark.skipif(_Segments is None, reason="needs the C extension")
 def test_c_segments_refuse_what_they_cannot_take(corpus_dir: Path) -> None:
     from binlake.binlog.events import RowsEvent
 
@@ -320,8 +327,8 @@ def test_c_segments_refuse_what_they_cannot_take(corpus_dir: Path) -> None:
         return arrow.file_index(name)
 
     fidx: dict = {}
-    segs = arrow._Segments(fidx, file_index)
-    before, after = arrow._ImageColumn(), arrow._ImageColumn()
+    segs = _Segments(fidx, file_index)
+    before, after = _ImageColumn(), _ImageColumn()
     path = _paths(corpus_dir)[0]
     values = next(ev for ev in read_events(path) if isinstance(ev, RowsEvent))
     assert segs.event(values, None, before, after, 0, None) is None  # value tuples: Python's

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from binlake.binlog import files
-from binlake.binlog.columns.native import speedups as _speedups
+from binlake.binlog.columns.native import switches
 from test_files_mapped import _read  # (every event as a tuple, and the error that stopped it)
+
+_speedups = switches.c  # (None: not built, or BINLAKE_PURE_PYTHON=1)
 
 pytestmark = pytest.mark.skipif(_speedups is None or not hasattr(_speedups, "CrcAhead"),
                                 reason="needs the C extension (pure-Python runs check every CRC)")
@@ -197,7 +199,7 @@ def mapped(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> b
     monkeypatch.setattr(files, "MAP_MIN", 0)
     monkeypatch.setattr(files, "MAP_WINDOW", 4096)
     monkeypatch.setattr(files, "_cpus", lambda: 2)
-    monkeypatch.setattr(files, "CRC_AHEAD", request.param)
+    monkeypatch.setattr(switches, "crc_ahead", request.param)
     return request.param
 
 
@@ -272,7 +274,7 @@ def test_a_pool_with_a_process_per_cpu_checks_in_each_decoders_thread(
     from binlake.binlog.decoder import BinlogDecoder
 
     monkeypatch.setattr(files, "_cpus", lambda: 2)
-    monkeypatch.setattr(files, "CRC_AHEAD", True)
+    monkeypatch.setattr(switches, "crc_ahead", True)
     files.share_cpus(1)  # a CPU left for the thread
     ahead = files._crc_ahead(BinlogDecoder(), 4)
     assert ahead is not None

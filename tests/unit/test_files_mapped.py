@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.binlog import files
+from binlake.binlog.columns.native import switches
 from binlake.errors import DecodeError
 
 FDE_FLAGS = 4 + 17  # the FORMAT_DESCRIPTION's header flags, after the magic
@@ -40,9 +41,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     starts: list[int] = []
     real = files._read_mapped
 
-    def counted(fd: int, dec: Any, start: int):
+    def counted(fd: int, dec: Any, start: int, drain: Any):
         starts.append(start)
-        return real(fd, dec, start)
+        return real(fd, dec, start, drain)
 
     monkeypatch.setattr(files, "MAP_MIN", 0)
     monkeypatch.setattr(files, "MAP_WINDOW", 4096)
@@ -117,7 +118,7 @@ def test_a_file_the_server_still_writes_is_not_mapped(corpus_dir: Path, spy: lis
 
 def test_small_files_are_read(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(files, "_read_mapped", lambda fd, dec, start: calls.append(start) or iter(()))
+    monkeypatch.setattr(files, "_read_mapped", lambda fd, dec, start, drain: calls.append(start) or iter(()))
     small = next(p for p in _closed_files(corpus_dir) if p.stat().st_size < files.MAP_MIN)
     assert _read(small)[0] and calls == []
 
@@ -130,7 +131,7 @@ def test_windows_are_unmapped_as_the_reading_goes(corpus_dir: Path, spy: list[in
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus_dir / "generated-mariadb-10.11/mariadb-10.11.19-large-event.000001"
     monkeypatch.setattr(files, "MAP_WINDOW", 1 << 20)
-    monkeypatch.setattr(files, "CRC_AHEAD", False)  # (with it, two: test_crc_ahead.py)
+    monkeypatch.setattr(switches, "crc_ahead", False)  # (with it, two: test_crc_ahead.py)
     seen = []
     events = files.read_events(path, allow_unknown=True)
     for _ in events:

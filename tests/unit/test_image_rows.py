@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from binlake.binlog.codecs import rows as rows_codec
-from binlake.binlog.columns.native import speedups as _speedups
+from binlake.binlog.columns.native import switches
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.files import read_events
 
+_speedups = switches.c  # (None: not built, or BINLAKE_PURE_PYTHON=1)
 pytestmark = pytest.mark.skipif(_speedups is None, reason="needs the C extension")
 
 FILES = ("row-full-metafull-crc32", "row-minimal-metaminimal-crc32", "large-event")

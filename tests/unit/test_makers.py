@@ -7,8 +7,10 @@ import pytest
 
 from binlake.binlog import events as ev_mod
 from binlake.binlog.header import EventHeader, parse_header
-from binlake.binlog.makers import _speedups, slot_maker
+from binlake.binlog.columns.native import switches
+from binlake.binlog.makers import slot_maker
 
+_speedups = switches.c  # (None: not built, or BINLAKE_PURE_PYTHON=1)
 needs_c = pytest.mark.skipif(_speedups is None, reason="C extension not built")
 
 

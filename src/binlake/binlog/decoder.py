@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from functools import cache
 from typing import Any, Callable, Iterator, Protocol
 
 from .._util.recent import make_room
@@ -20,7 +21,7 @@ from .constants import (
 from .codecs import control, query, rows
 from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.native import speedups as _speedups
+from .columns.native import switches
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 
@@ -61,6 +62,35 @@ class PacketRun(Protocol):
     def __iter__(self) -> Iterator[Event]: ...
 
     def __next__(self) -> Event: ...
+
+
+class RunMerge:
+    """What `BinlogDecoder.merged_events` makes of the kept rows events of the C scanner's
+    runs in a file (and of the TABLE_MAPs between them), in place of handing them out: the
+    documented internal hook of the fast drivers, which own one each (cdc/runs.py's
+    RecordRuns, cdc/arrow.py's file_batches); nothing else should make one.
+
+    records: ("records", table filter): lists of change records, made in C as
+    cdc.changes.ChangeTracker makes them, with the constants it keeps under this key.
+    segments: (CdcSegments, before column, after column, most rows, most bytes): the events
+    go into that Arrow batch, and the count of those taken comes out when the batch is full
+    or the run ends. state(): between events, the open transaction's GTID and whether
+    events may be merged (not inside an XA PREPARE, whose records are held). `events`
+    counts the events merged so far. Without the C scanner (or in a run it cannot take)
+    events come as events. Why: a big row is an event of its own, and the Python step per
+    event weighs on a one-table read."""
+
+    __slots__ = ("records", "segments", "state", "events")
+
+    def __init__(self, state: Callable[[], tuple[str | None, bool]], *,
+                 records: tuple[str, Any] | None = None,
+                 segments: tuple[Any, Any, Any, int, int] | None = None) -> None:
+        if (records is None) == (segments is None):
+            raise ValueError("a RunMerge makes records or segments: give one of them")
+        self.records = records
+        self.segments = segments
+        self.state = state
+        self.events = 0
 
 
 class TableResolver(Protocol):
@@ -136,9 +166,10 @@ class BinlogDecoder:
         self._decryptor = None
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
         # twin: whatever it does not take goes the Python way below).
-        self._scanner = None if _speedups is None else _speedups.RowsScanner(
+        c = switches.c
+        self._scanner = None if c is None or not switches.scanner else c.RowsScanner(
             make_header, rows.make_rows_event, ("insert", "update", "delete"),
-            self.tables, self._rows_phl, *_GROUP_EVENT_MAKERS)
+            self.tables, self._rows_phl, *_group_event_makers(c))
         self.table_resolver = table_resolver  # (the scanner's too)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
@@ -151,29 +182,6 @@ class BinlogDecoder:
         self._magic_checked = False
         self._file_mode = False
         self.events_decoded = 0
-        self.records_key: tuple[str, Any] | None = None
-        """File mode, with the C scanner: events() hands out lists of change records in
-        place of the kept rows events of a run (and of the TABLE_MAPs between them), made
-        in C as ChangeTracker._rows_records makes them with the constants it keeps under
-        this key, ("records", its table filter); `records_state` says, between events, the
-        tracker's GTID and whether records may be made (not inside an XA PREPARE). Why: a
-        large row is an event of its own, and the Python steps per event weigh on a
-        one-table decode. For a reader that asks every rows event for its records and
-        needs no more of it (binlake decode's records)."""
-        self.records_state: Callable[[], tuple[str | None, bool]] | None = None
-        self.segments_target: tuple[Any, Any, Any, int, int] | None = None
-        """File mode, with the C scanner and `json_images`: (CdcSegments, before column,
-        after column, most rows, most bytes) of the Arrow batch a reader builds. The kept
-        rows events of a run (and the TABLE_MAPs between them) go into it in C, as
-        CdcSegments.event adds an event, and events() hands out how many it took (an int)
-        in their place, when the batch is full or the run ends; `records_state` says the
-        GTID and whether they may go in, as for records. Why: on the Arrow path a big row
-        is an event of its own, and an event object and a Python step for each weigh on a
-        one-table run. For events_to_batches."""
-        self.batch_events = 0
-        """The events (rows and TABLE_MAP) behind the last list of records (or count of
-        events added to a batch) handed out."""
-
     # -- file mode -------------------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview, *, borrowed: bool = False) -> None:
         """Append raw file bytes (the first call starts with the 4-byte binlog magic).
@@ -234,10 +242,17 @@ class BinlogDecoder:
             return _U32.unpack_from(self._front(13), 9)[0]
         return _U32.unpack_from(self._buf, self._read + 9)[0]
 
-    def events(self) -> Iterator[Event | list[Any] | int]:
-        """Yield every complete event fed so far; keeps a partial tail for the next feed.
-        (With `records_key` set, lists of change records come among them; with
-        `segments_target`, counts of events added to a batch.)"""
+    def events(self) -> Iterator[Event]:
+        """Yield every complete event fed so far; keeps a partial tail for the next feed."""
+        return self._events(None)  # type: ignore[return-value]  # (no merge: events only)
+
+    def merged_events(self, merge: RunMerge) -> Iterator[Event | list[Any] | int]:
+        """The fast drivers' hook (see RunMerge): `events()`, with the kept rows events of
+        the C scanner's runs (and the TABLE_MAPs between them) merged as `merge` says: a
+        list of change records or a count of events added to a batch in their place."""
+        return self._events(merge)
+
+    def _events(self, merge: RunMerge | None) -> Iterator[Event | list[Any] | int]:
         if not self._magic_checked:
             if self._carry_len + len(self._buf) - self._read < 4:
                 return
@@ -259,25 +274,25 @@ class BinlogDecoder:
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
                                    self.table_filter, self.count_filtered, self.json_images,
                                    self.skip_filtered, self.verified_until, self._tm_cache)
-                key, state = self.records_key, self.records_state
-                merging = state is not None and (key is not None or self.segments_target is not None)
-                if merging:
-                    if key is not None:
-                        run.records = key
+                if merge is not None:
+                    if merge.records is not None:
+                        run.records = merge.records
                     else:
-                        run.segments = self.segments_target
+                        run.segments = merge.segments
+                    state = merge.state
                     run.gtid, run.merge = state()
                 for ev in run:
                     self._read = run.pos
                     t = type(ev)
                     if t is list or t is int:  # records mode's list, segments mode's count
-                        self.events_decoded += run.batch_events
-                        self.batch_events = run.batch_events
+                        n = run.batch_events
+                        self.events_decoded += n
+                        merge.events += n  # type: ignore[union-attr]  # (only when merging)
                         yield ev
                         continue
                     self.events_decoded += 1
                     yield ev
-                    if merging:  # (the event may open or close one)
+                    if merge is not None:  # (the event may open or close one)
                         run.gtid, run.merge = state()
                 self._read = run.pos  # (after the events it passed over, if any)
             buf, read = self._buf, self._read
@@ -702,24 +717,24 @@ _SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
 }
 
 
-def _group_event_makers() -> tuple[Any, ...]:
-    """XidEvent, MariaGtidEvent and TableMapEvent makers for the C scanner, which fills the
-    fields in this order (event_rows.h: scan_group_event, scan_table_map); a field added to
-    any of these classes fails here, at import, not with a wrong event."""
-    if _speedups is None:
-        return ()
-    return (_speedups.SlotMaker(XidEvent, ("header", "file", "offset", "end", "inner_index", "xid")),
-            _speedups.SlotMaker(MariaGtidEvent, (
+@cache
+def _group_event_makers(c: Any) -> tuple[Any, ...]:
+    """XidEvent, MariaGtidEvent and TableMapEvent makers for the C scanner of extension `c`,
+    which fills the fields in this order (event_rows.h: scan_group_event, scan_table_map); a
+    field added to any of these classes fails here, at import, not with a wrong event."""
+    return (c.SlotMaker(XidEvent, ("header", "file", "offset", "end", "inner_index", "xid")),
+            c.SlotMaker(MariaGtidEvent, (
                 "header", "file", "offset", "end", "inner_index", "domain_id", "server_id",
                 "seq_no", "flags", "commit_id", "xid", "flags_extra", "extra_engines",
                 "sa_seq_no", "thread_id")),
-            _speedups.SlotMaker(TableMapEvent, (
+            c.SlotMaker(TableMapEvent, (
                 "header", "file", "offset", "end", "inner_index", "table_id", "flags", "schema",
                 "table", "columns", "primary_key", "primary_key_prefixes",
                 "has_optional_metadata", "row_decoders")))
 
 
-_GROUP_EVENT_MAKERS = _group_event_makers()
+if switches.c is not None:
+    _group_event_makers(switches.c)  # (checked at import)
 
 
 def _register_gtid_codecs() -> None:

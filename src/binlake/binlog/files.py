@@ -6,11 +6,12 @@ import os
 import struct
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator
 
-from .columns.native import speedups as _speedups
+from .columns.native import switches
 from .constants import ChecksumAlg, EventFlag, EventType as E
-from .decoder import BinlogDecoder
+from .decoder import BinlogDecoder, RunMerge
 from .events import Event
 from ..errors import DecodeError
 
@@ -25,9 +26,23 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
     """Yield every event of one binlog file (from `start`, an event boundary, when given:
     the file's header events are decoded first, not yielded); errors name the file and
     byte offset."""
-    path = Path(path)
-    dec = decoder or BinlogDecoder(file=path.name, **decoder_options)
+    return _read(Path(path), decoder, decoder_options, chunk_size, start, None)  # type: ignore[return-value]
+
+
+def read_runs(path: str | Path, merge: RunMerge, *, decoder: BinlogDecoder,
+              start: int | None = None, end: int | None = None
+              ) -> Iterator[Event | list[Any] | int]:
+    """read_part's events, with the C scanner's runs merged as `merge` says
+    (`BinlogDecoder.merged_events`): for the fast drivers that own the merge."""
+    items = _read(Path(path), decoder, {}, CHUNK, start, merge)
+    return items if end is None else _part(items, path, end)
+
+
+def _read(path: Path, decoder: BinlogDecoder | None, options: dict[str, Any], chunk_size: int,
+          start: int | None, merge: RunMerge | None) -> Iterator[Event | list[Any] | int]:
+    dec = decoder or BinlogDecoder(file=path.name, **options)
     dec.file = path.name
+    drain = dec.events if merge is None else partial(dec.merged_events, merge)
     try:
         with path.open("rb", buffering=0) as fh:
             if start is not None and start > 4:
@@ -35,7 +50,7 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
                 dec.resume_at(start)
                 fh.seek(start)
             if _closed(fh.fileno(), chunk_size):
-                yield from _read_mapped(fh.fileno(), dec, start or 0)
+                yield from _read_mapped(fh.fileno(), dec, start or 0, drain)
                 dec.close()
                 return
             # Two buffers read into in turn: the decoder works in the chunk it was fed (no copy
@@ -49,7 +64,7 @@ def read_events(path: str | Path, *, decoder: BinlogDecoder | None = None,
                 if not n:
                     break
                 dec.feed(memoryview(buf)[:n], borrowed=True)
-                yield from dec.events()
+                yield from drain()
         dec.close()
     except DecodeError as exc:
         raise exc.located(file=str(path)) if exc.file is None else exc
@@ -98,8 +113,10 @@ def _closed(fd: int, chunk_size: int) -> bool:
         return False
 
 
-def _read_mapped(fd: int, dec: BinlogDecoder, start: int) -> Iterator[Event]:
-    """Feed `dec` the file from `start` through read-only mappings of MAP_WINDOW bytes.
+def _read_mapped(fd: int, dec: BinlogDecoder, start: int,
+                 drain: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """Feed `dec` the file from `start` through read-only mappings of MAP_WINDOW bytes,
+    handing out what `drain` (its events, or merged_events) yields after each feed.
 
     Why: read() copies every byte out of the page cache; the decoder reads the cached pages
     in place instead. Each window is unmapped when the decoder drops it at its next feed (an
@@ -139,18 +156,13 @@ def _read_mapped(fd: int, dec: BinlogDecoder, start: int) -> Iterator[Event]:
             if ahead is not None:
                 view = upcoming(done)  # checked while this one is decoded
             done = None  # (the CrcAhead holds it until the wait for `view`)
-            yield from dec.events()
+            yield from drain()
             if ahead is None:
                 view = upcoming()
     finally:
         dec.verified_until = -1  # (nothing vouched for in another file)
         if ahead is not None:
             ahead.close()
-
-
-CRC_AHEAD = os.environ.get("BINLAKE_CRC_AHEAD", "1") != "0"
-"""Check a mapped file's checksums in a thread ahead of the decoder, given a second CPU
-(BINLAKE_CRC_AHEAD=0: in the decoder's thread, as everywhere else)."""
 
 
 def share_cpus(workers: int) -> None:
@@ -160,17 +172,17 @@ def share_cpus(workers: int) -> None:
     Why: a CrcAhead thread pays off on a CPU the decoder leaves idle. When every CPU
     already runs a decoder, it only takes turns with them, and the decoder then reads bytes
     another CPU brought in, which is slower than checking in the decoding thread."""
-    global CRC_AHEAD
     if workers >= _cpus():
-        CRC_AHEAD = False
+        switches.crc_ahead = False
 
 
 def _crc_ahead(dec: BinlogDecoder, start: int) -> Any:
     """A CrcAhead thread for a mapped file read from `start`, or None: checksums not
-    verified, no C extension, a single CPU to run on."""
-    if not CRC_AHEAD or not dec.verify_checksums or _CrcAhead is None or _cpus() < 2:
+    verified, no C extension, switched off (switches.crc_ahead), a single CPU to run on."""
+    crc_ahead = getattr(switches.c, "CrcAhead", None)
+    if not switches.crc_ahead or not dec.verify_checksums or crc_ahead is None or _cpus() < 2:
         return None
-    return _CrcAhead(max(start, 4))
+    return crc_ahead(max(start, 4))
 
 
 def _cpus() -> int:
@@ -178,9 +190,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-_CrcAhead = getattr(_speedups, "CrcAhead", None)
 
 
 _HEADER_TYPES = frozenset({E.FORMAT_DESCRIPTION, E.MARIADB_START_ENCRYPTION})
@@ -351,10 +360,15 @@ def read_part(path: str | Path, begin: int | None, end: int | None, *,
     at or after `end` does not start exactly there: the parts would not join."""
     events = read_events(path, decoder=decoder, start=begin, **decoder_options)
     if end is None:
-        yield from events
-        return
-    for ev in events:
-        if type(ev) is int:  # (events added to a batch in C: never a group's first)
+        return events
+    return _part(events, path, end)  # type: ignore[return-value]  # (events in, events out)
+
+
+def _part(items: Iterator[Any], path: str | Path, end: int) -> Iterator[Any]:
+    """`items` up to the first event group at or after `end`, which must start there."""
+    for ev in items:
+        t = type(ev)
+        if t is list or t is int:  # (merged in C: never a group's first event)
             yield ev
             continue
         if ev.offset >= end and opens_group(ev):

@@ -11,15 +11,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from .columns.native import speedups as _speedups
+from .columns.native import switches
 
 
 def slot_maker(cls: type) -> Callable[..., Any]:
     """A callable taking every field of the dataclass `cls` positionally, in field order."""
     names = tuple(f.name for f in dataclasses.fields(cls))
-    if _speedups is not None and not any(f.init is False for f in dataclasses.fields(cls)) \
+    c = switches.c
+    if c is not None and not any(f.init is False for f in dataclasses.fields(cls)) \
             and not hasattr(cls, "__post_init__"):
-        return _speedups.SlotMaker(cls, names)
+        return c.SlotMaker(cls, names)
 
     def make(*values: Any) -> Any:
         return cls(**dict(zip(names, values)))

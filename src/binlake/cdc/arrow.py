@@ -26,8 +26,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from ..binlog.columns.native import speedups as _speedups
+from ..binlog.columns.native import switches
+from ..binlog.decoder import RunMerge
 from ..binlog.events import Event, RowsEvent
+from ..binlog.files import read_part, read_runs
 from ..binlog.table_map import TableMapEvent
 from .jsontext import dumps, json_string, value_expr
 from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
@@ -128,6 +130,9 @@ class CdcBatchBuilder:
         self._segs: Any = _new_segments(self._fidx)
         self._before: Any = _new_column()
         self._after: Any = _new_column()
+        c = switches.c  # (the C parts, or None: their Python twins)
+        self._image_rows = getattr(c, "ImageRows", None)
+        self._runs = getattr(c, "run_column", None)
 
     def __len__(self) -> int:
         return len(self._segs)
@@ -214,7 +219,7 @@ class CdcBatchBuilder:
         if n <= 0:
             return
         kind = ev.kind
-        if type(rows) is _ImageRows:  # packed JSON images: each side copied in one go
+        if type(rows) is self._image_rows:  # packed JSON images: each side copied in one go
             if kind == "update":
                 self._before.run(rows, 0, start, stop)
                 self._after.run(rows, 1, start, stop)
@@ -264,11 +269,12 @@ class CdcBatchBuilder:
         segs, ends, row = self._segs.finish()
         before, after = self._before, self._after
         (op, schema, table, file, pos, end_pos, inner, gtid, ts, fidx, query, ddl) = zip(*segs)
-        if _runs is not None:
+        runs = self._runs
+        if runs is not None:
             def rows(values: Any, typ: pa.DataType, kind: str, scale: int = 1,
                      fill: int | None = None) -> pa.Array:
                 """A segment column as a row column, its buffers written in C."""
-                validity, data, *offsets = _runs(values, ends, kind, scale, fill)
+                validity, data, *offsets = runs(values, ends, kind, scale, fill)
                 bufs = [None if validity is None else pa.py_buffer(validity)]
                 bufs += [pa.py_buffer(offsets[0])] if offsets else []
                 return pa.Array.from_buffers(typ, n, bufs + [pa.py_buffer(data)])
@@ -400,14 +406,16 @@ class _PySegments:
 
 def _new_segments(fidx: dict[str | None, int]) -> Any:
     """Empty segments: CdcSegments (C), else _PySegments."""
-    if _Segments is not None and _ImageColumn is not None:
-        return _Segments(fidx, file_index)
+    c = switches.c
+    if c is not None:
+        return c.CdcSegments(fidx, file_index)
     return _PySegments(fidx)
 
 
 def _new_column() -> Any:
     """An empty image column: ImageColumn (C), else a _ListColumn."""
-    return _ImageColumn() if _ImageColumn is not None else _ListColumn()
+    c = switches.c
+    return c.ImageColumn() if c is not None else _ListColumn()
 
 
 def _image_array(column: Any, n: int) -> pa.Array:
@@ -424,12 +432,6 @@ def _image_array(column: Any, n: int) -> pa.Array:
     arr = pa.Array.from_buffers(pa.string(), n, bufs)
     arr.validate()
     return arr
-
-
-_ImageColumn = getattr(_speedups, "ImageColumn", None)
-_runs = getattr(_speedups, "run_column", None)
-_Segments = getattr(_speedups, "CdcSegments", None)
-_ImageRows = getattr(_speedups, "ImageRows", None)
 
 
 MAX_BATCH_BYTES = 8 << 20
@@ -458,11 +460,6 @@ def iter_cdc_batches(records: Iterable[ChangeRecord], *, batch_size: int = 10_00
         yield builder.flush()
 
 
-SEGMENTS_MODE = True
-"""events_to_batches lets the decoder's C scanner add rows events to the batch itself
-(BinlogDecoder.segments_target); tests turn it off to compare."""
-
-
 def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
                       tables: Callable[[str, str], bool] | None = None,
                       statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
@@ -475,64 +472,86 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     made with `json_images=True` the images are already JSON, so there is no Python work per
     row at all (C-level list extends only). `decoder`: the one `events` come from (one
     file, `tables` its filter), told when the left-out tables' rows events may be passed
-    over unseen (`changes.left_out_rows_needed`); with JSON images and the C extension, its
-    scanner adds the rows events of its runs to the batch itself and hands out how many
-    (`BinlogDecoder.segments_target`), so there is no Python work per event either.
+    over unseen (`changes.left_out_rows_needed`). A reader of a file: `file_batches`.
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.cdc.xa)
+    return _batches(events, tracker, CdcBatchBuilder(), tables, decoder, batch_size,
+                    statements, max_bytes)
+
+
+def file_batches(path: Any, begin: int | None = None, end: int | None = None, *,
+                 decoder: Any, batch_size: int = 10_000,
+                 tables: Callable[[str, str], bool] | None = None,
+                 statements: bool = True, max_bytes: int = MAX_BATCH_BYTES,
+                 reread: Callable[[Any, Any], tuple[list[ChangeRecord], int]] | None = None,
+                 locate: Callable[[str, Any], Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """One file's CDC batches (the event groups that start in [begin, end), as read_part
+    reads them) through `decoder`: `events_to_batches(read_part(...), decoder=decoder)`'s
+    batches. The segments driver: with JSON images and the C extension, the decoder's
+    scanner adds the rows events of its runs (and the TABLE_MAPs between them) to the
+    batch itself and hands out how many (a RunMerge of segments), so there is no Python
+    work per event either."""
+    tracker = ChangeTracker(tables, reread=reread, locate=locate)
     builder = CdcBatchBuilder()
+    segs = builder._segs
+    check = tables is not None and decoder.table_filter is not tables
+    if (switches.segments and not check and decoder.json_images
+            and type(segs) is not _PySegments):
+        xa = tracker.xa
+        merge = RunMerge(lambda: (tracker.gtid, not xa.holding),
+                         segments=(segs, builder._before, builder._after, batch_size, max_bytes))
+        items: Iterable[Any] = read_runs(path, merge, decoder=decoder, start=begin, end=end)
+    else:
+        items = read_part(path, begin, end, decoder=decoder)
+    return _batches(items, tracker, builder, tables, decoder, batch_size, statements,
+                    max_bytes)
+
+
+def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBuilder,
+             tables: Callable[[str, str], bool] | None, decoder: Any, batch_size: int,
+             statements: bool, max_bytes: int) -> Iterator[pa.RecordBatch]:
+    """The batches of events_to_batches and file_batches; an int among the events: that
+    many events the decoder added to the batch (file_batches' segments)."""
     add_rows, add_rows_python = builder.add_rows, builder._add_rows_python
     segs, before, after = builder._segs, builder._before, builder._after
     take = segs.event  # C: a whole event with packed images in one call (None: not taken)
     xa = tracker.xa
     # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
     check = tables is not None and getattr(decoder, "table_filter", None) is not tables
-    targeted = False
     if decoder is not None:
         left_out_rows_needed(decoder, tracker)
-        targeted = (SEGMENTS_MODE and not check and getattr(decoder, "json_images", False)
-                    and type(segs) is not _PySegments)
-        if targeted:
-            # The C scanner adds the kept rows events of its runs to the batch itself and
-            # hands out how many it took (BinlogDecoder.segments_target).
-            decoder.segments_target = (segs, before, after, batch_size, max_bytes)
-            decoder.records_state = lambda: (tracker.gtid, not xa.holding)
-    try:
-        for ev in events:
-            if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch
-                if len(segs) >= batch_size or segs.nbytes >= max_bytes:
-                    yield builder.flush()
-                continue
-            if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
-                if ev.filtered:
-                    continue
-                if check:
-                    tm = ev.table
-                    if not tables(tm.schema, tm.table):
-                        continue
-                n = len(ev.rows)
-                if len(segs) + n <= batch_size:  # the whole event fits: the common case
-                    if take(ev, tracker.gtid, before, after, 0, None) is None:
-                        add_rows_python(ev, tracker.gtid)  # (not asking C twice)
-                else:
-                    i = 0
-                    while i < n:  # a big event is cut to keep batches within batch_size
-                        step = max(1, batch_size - len(segs))
-                        add_rows(ev, tracker.gtid, i, i + step)
-                        i += step
-                        if i < n and (len(segs) >= batch_size or segs.nbytes >= max_bytes):
-                            yield builder.flush()
-            else:
-                for rec in tracker.records(ev):
-                    if rec.table_map is None and not statements:
-                        continue
-                    builder.add(rec)
-                if decoder is not None:
-                    left_out_rows_needed(decoder, tracker)
+    for ev in events:
+        if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch
             if len(segs) >= batch_size or segs.nbytes >= max_bytes:
                 yield builder.flush()
-    finally:  # (the decoder is the caller's: it does not keep this batch)
-        if targeted:
-            decoder.segments_target = decoder.records_state = None
+            continue
+        if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
+            if ev.filtered:
+                continue
+            if check:
+                tm = ev.table
+                if not tables(tm.schema, tm.table):
+                    continue
+            n = len(ev.rows)
+            if len(segs) + n <= batch_size:  # the whole event fits: the common case
+                if take(ev, tracker.gtid, before, after, 0, None) is None:
+                    add_rows_python(ev, tracker.gtid)  # (not asking C twice)
+            else:
+                i = 0
+                while i < n:  # a big event is cut to keep batches within batch_size
+                    step = max(1, batch_size - len(segs))
+                    add_rows(ev, tracker.gtid, i, i + step)
+                    i += step
+                    if i < n and (len(segs) >= batch_size or segs.nbytes >= max_bytes):
+                        yield builder.flush()
+        else:
+            for rec in tracker.records(ev):
+                if rec.table_map is None and not statements:
+                    continue
+                builder.add(rec)
+            if decoder is not None:
+                left_out_rows_needed(decoder, tracker)
+        if len(segs) >= batch_size or segs.nbytes >= max_bytes:
+            yield builder.flush()
     if len(segs):
         yield builder.flush()

@@ -150,51 +150,55 @@ class _FileDecoder:
         filtered = self.tables is not None
         null = spec.output == "null"
         records_of = tracker.records
+        runs = None
         if (spec.what == "changes" and resolver is None and gfilter is None and not start_here
                 and not stop_here):
-            # Lists of records in place of the rows events of a C run (and the TABLE_MAPs
-            # between them), made as records_of makes them; never a group's first event,
-            # so `until` is met as before.
-            dec.records_key = ("records", tracker.table_filter)
-            dec.records_state = lambda: (tracker.gtid, not tracker.xa.holding)
+            from ..cdc.runs import RecordRuns
+
+            # The records only: the record-run driver makes them, in C where it can (never
+            # a group's first event, so `until` is met as before).
+            runs = RecordRuns(dec, tracker, pass_over=skip)
         events = rows = 0
         try:
-            for ev in read_events(path, decoder=dec, start=begin):
-                if type(ev) is list:
-                    events += dec.batch_events
-                    rows += len(ev)
-                    if null:
-                        ev = None
+            if runs is not None:
+                for records in runs.read(path, start=begin, until=until):
+                    rows += len(records)
+                    if not null:
+                        write_records(out, records, spec.output)
+                    records = None  # type: ignore[assignment]  # (not kept while reading on)
+                reached = runs.reached
+            else:
+                for ev in read_events(path, decoder=dec, start=begin):
+                    if until is not None and ev.offset >= until and opens_group(ev):
+                        reached = ev.offset
+                        break
+                    events += 1
+                    if resolver is not None:
+                        resolver.observe(ev)
+                    if stop_here and ev.offset >= stop:
+                        break
+                    if (start_here and ev.offset < start
+                            and ev.type_code != EventType.FORMAT_DESCRIPTION):
+                        tracker.observe(ev, keep=False)
                         continue
-                    write_records(out, ev, spec.output)
-                    continue
-                if until is not None and ev.offset >= until and opens_group(ev):
-                    reached = ev.offset
-                    break
-                events += 1
-                if resolver is not None:
-                    resolver.observe(ev)
-                if stop_here and ev.offset >= stop:
-                    break
-                if start_here and ev.offset < start and ev.type_code != EventType.FORMAT_DESCRIPTION:
-                    tracker.observe(ev, keep=False)
-                    continue
-                if gfilter is not None and not gfilter.accept(ev):
-                    # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
-                    tracker.observe(ev, keep=False)
-                    continue
-                records = records_of(ev)
-                rows += len(records)
-                if filtered and type(ev) is not RowsEvent:  # (a rows event opens no XA group)
-                    left_out_rows_needed(dec, tracker, pass_over=skip)
-                if null:
-                    records = ev = None  # a 16 MiB row is not kept while the next is decoded
-                    continue
-                if spec.what == "events":
-                    print_event(out, ev, spec.output)
-                else:
-                    write_records(out, records, spec.output)
+                    if gfilter is not None and not gfilter.accept(ev):
+                        # (an XA PREPARE left out is still known: a COMMIT let in re-reads it)
+                        tracker.observe(ev, keep=False)
+                        continue
+                    records = records_of(ev)
+                    rows += len(records)
+                    if filtered and type(ev) is not RowsEvent:  # (a rows event opens no XA group)
+                        left_out_rows_needed(dec, tracker, pass_over=skip)
+                    if null:
+                        records = ev = None  # a 16 MiB row is not kept while the next is decoded
+                        continue
+                    if spec.what == "events":
+                        print_event(out, ev, spec.output)
+                    else:
+                        write_records(out, records, spec.output)
         finally:
+            if runs is not None:
+                events += runs.events
             counts.events += events
             counts.rows += rows
             if type(out) is LinesOut:
@@ -207,6 +211,7 @@ def import_decoder() -> None:
     """Import now what a decode imports as it starts, so that a one-shot command settles
     those modules with the rest (cli.settle_imports)."""
     from ..cdc import changes  # noqa: F401
+    from ..cdc import runs  # noqa: F401
     from ..binlog import files  # noqa: F401
     from ..binlog import decoder  # noqa: F401
 

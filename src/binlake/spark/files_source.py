@@ -116,8 +116,8 @@ class BinlogFilesReader(DataSourceReader):
         from ..binlog.decoder import BinlogDecoder
         from ..cdc.changes import prepared_records, table_filter
         from ..errors import ConfigError
-        from ..binlog.files import locate_prepared, read_part, read_range
-        from ..cdc.arrow import events_to_batches
+        from ..binlog.files import locate_prepared, read_range
+        from ..cdc.arrow import file_batches
 
         assert isinstance(partition, BinlogFile)
         keys = None
@@ -128,10 +128,9 @@ class BinlogFilesReader(DataSourceReader):
         tables = table_filter(self.tables)
         # The filter goes into the decoder: rows events of left-out tables are passed over in
         # C, but in an XA group, where their rows are counted (it numbers its records
-        # whatever the filter), never decoded (events_to_batches says which, as it goes).
+        # whatever the filter), never decoded (file_batches says which, as it goes).
         dec = BinlogDecoder(file=Path(partition.path).name, keys=keys, json_images=True,
                             table_filter=tables)
-        events = read_part(partition.path, partition.begin, partition.end, decoder=dec)
         # An XA COMMIT whose PREPARE is in an earlier file (or part of this one): found
         # there and re-read.
         earlier = self.files[:partition.index]
@@ -150,6 +149,6 @@ class BinlogFilesReader(DataSourceReader):
                                                json_images=True, table_filter=tables,
                                                count_filtered=True), rng, tables)
 
-        yield from events_to_batches(events, batch_size=self.batch_size, tables=tables,
-                                     statements=self.statements, locate=locate, reread=reread,
-                                     decoder=dec if tables is not None else None)
+        yield from file_batches(partition.path, partition.begin, partition.end, decoder=dec,
+                                batch_size=self.batch_size, tables=tables,
+                                statements=self.statements, locate=locate, reread=reread)

@@ -21,9 +21,10 @@
  * its images copied in as events come, its per-event fields expanded over their rows),
  * cdc_segments (a CDC batch's per-event fields, a rows event or a record taken in one call),
  * objects (records and SlotMaker), jsonl_lines (lists of records as the lines of --output
- * jsonl and text) and event_rows (the common rows event framed, checked and decoded whole,
- * with crc32 and crc_ahead: the checksums, in the decoder's thread or ahead of it); this
- * file holds the module itself.
+ * jsonl and text) and event_rows (the common rows event framed, checked and decoded whole);
+ * this file holds the module itself. The checksums are compilation units of their own,
+ * declared in speedups/crc.h: crc32.c (CRC32) and crc_ahead.c (checked by a thread ahead
+ * of the decoder).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -71,9 +72,8 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 
 #include "speedups/objects.h"
 #include "speedups/jsonl_lines.h"
-#include "speedups/crc32.h"
+#include "speedups/crc.h"
 #include "speedups/event_rows.h"
-#include "speedups/crc_ahead.h"
 
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
@@ -89,7 +89,7 @@ static PyMethodDef module_methods[] = {
      "utf8_check(bytes) -> bool: strict UTF-8, as the JSON writer checks it."},
     {"utf8_simd", utf8_simd, METH_NOARGS,
      "utf8_simd() -> 'avx512', 'avx2' or 'off': the vector code UTF-8 text is decoded and "
-     "checked with (BINLAKE_SIMD=0 turns it off, BINLAKE_SIMD=avx2 stops at AVX2)."},
+     "checked with (native.py applies BINLAKE_SIMD: 0 turns it off, avx2 stops at AVX2)."},
     {"utf8_set_simd", utf8_set_simd, METH_O,
      "utf8_set_simd(level) -> the level before: for tests, to run each path the CPU has."},
     {"crc32_set_simd", crc32_set_simd, METH_O,
@@ -154,13 +154,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         Py_DECREF(m);
         return NULL;
     }
-#ifdef BINLAKE_CRC_AHEAD
-    if (PyType_Ready(&CrcAheadType) < 0
-        || PyModule_AddObjectRef(m, "CrcAhead", (PyObject *)&CrcAheadType) < 0) {
+    if (crc_ahead_add(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
-#endif
     Py_INCREF(&SlotMakerType);
     if (PyModule_AddObject(m, "SlotMaker", (PyObject *)&SlotMakerType) < 0) {
         Py_DECREF(&SlotMakerType);

@@ -20,8 +20,7 @@ from .charsets import codec_for
 from .decimal import decoder_for as decimal_decoder
 from .decimal import decode_decimal
 from .native import c_module as _c_module
-from .native import prepare_float_text
-from .native import speedups as _speedups
+from .native import prepare_float_text, switches
 
 RowDecoder = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
 
@@ -273,20 +272,21 @@ def compile_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool],
                         partial_json: frozenset[int] = frozenset()) -> RowDecoder:
     """Build `decode(buf, pos) -> (values over all columns, new pos)` for one row image.
 
-    With the C extension (`_speedups`) the decoder is a `RowDecoder` that also has
+    With the C extension (`switches.c`) the decoder is a `RowDecoder` that also has
     `many(buf, pos, end, out[, after])` for a whole event; without it (or with
     BINLAKE_PURE_PYTHON=1) it is generated Python code with the same results.
 
     Servers repeat the TABLE_MAP in every transaction; decoders are cached by the table's
     shape, so each shape is compiled once per process.
     """
-    key = (_signature(columns), tuple(present), partial_json)
+    c = switches.c
+    key = (c is None, _signature(columns), tuple(present), partial_json)
     fn = _CACHE.get(key)
     if fn is None:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        if _speedups is not None:
-            fn = _speedups.RowDecoder(_c_ops(columns, present, partial_json))
+        if c is not None:
+            fn = c.RowDecoder(_c_ops(columns, present, partial_json))
         else:
             fn = _compile(columns, present, partial_json)
         _CACHE[key] = fn
@@ -313,7 +313,8 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
     None without the extension: the Arrow path then encodes the Python values instead.
     `lines`: what the C writer does not write itself (NaN, zero dates, ...) written as the
     JSON lines of `decode` have it (cdcjson.jsonl_value_text), not as the Arrow images."""
-    if _speedups is None:
+    cmod = switches.c
+    if cmod is None:
         return None
     prepare_float_text()
     key = ("json", lines, _signature(columns), tuple(names), tuple(present))
@@ -330,7 +331,7 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
             ops.append((*op, text_of(c), (json_string(name) + ":").encode(), jlabels))
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        fn = _CACHE[key] = _speedups.RowDecoder(ops)
+        fn = _CACHE[key] = cmod.RowDecoder(ops)
     return fn
 
 

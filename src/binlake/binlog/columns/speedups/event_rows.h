@@ -18,14 +18,16 @@
  * Records mode (`records`, `merge`, `gtid`: set by the caller for a run): the kept rows
  * events become change records here, as changes.ChangeTracker makes them, and the run hands
  * out lists of them, several events' at a time, with the TABLE_MAPs between them taken
- * (scan_records). For the replica's loop inside a transaction and for `binlake decode`;
+ * (scan_records). For the replica's loop inside a transaction and for `binlake decode`
+ * (cdc/runs.py's RecordRuns, through decoder.py's RunMerge);
  * with value tuples, or with the CDC JSON images of json_images="lines" (JSON lines).
  *
  * Segments mode (`segments`, `merge`, `gtid`: set by the caller for a run, with JSON
  * images): the kept rows events go straight into the Arrow batch being built (a
  * CdcSegments and its two image columns, as CdcSegments.event adds them), with the
  * TABLE_MAPs between them taken, and the run hands out how many events it took, when the
- * batch is full or the run ends (scan_segments). For the Arrow path's events_to_batches.
+ * batch is full or the run ends (scan_segments). For the Arrow path's file_batches
+ * (cdc/arrow.py, through decoder.py's RunMerge).
  *
  * Semantics are those of decoder.py's _fast_rows and rows.fast_rows (the reference and the
  * fallback): the same checks, the same event. Anything they would hand to the general path
@@ -64,7 +66,7 @@ typedef struct {
     Py_ssize_t pos;
     long long base;
     int tail, verify, count_filtered, json, skip;
-    long long verified;     /* file offset below which checksums were checked (crc_ahead.h) */
+    long long verified;     /* file offset below which checksums were checked (crc_ahead.c) */
     Py_ssize_t scanned, skipped, skipped_rows;
     /* a scan of received packets (scan_packets): where the received bytes end, the sequence
        id the next packet must have */

@@ -24,7 +24,7 @@
 #define UTF8_SIMD_MIN 48
 
 /* The vector code in use, set at import from what the CPU has: 0 none (CPython's decoder),
-   1 AVX2 (utf8_avx2.h), 2 AVX-512 VBMI2. BINLAKE_SIMD=0 turns it off, =avx2 stops at AVX2. */
+   1 AVX2 (utf8_avx2.h), 2 AVX-512 VBMI2. BINLAKE_SIMD=0 turns it off, =avx2 stops at AVX2 (native.py applies it). */
 #define UTF8_AVX2 1
 #define UTF8_AVX512 2
 static int g_utf8_simd = 0, g_utf8_cpu = 0;
@@ -383,8 +383,8 @@ static int utf8_valid_long(const char *text, Py_ssize_t n) {
     return g_utf8_simd == UTF8_AVX512 ? utf8_valid_512(text, n) : utf8_valid_avx2(text, n);
 }
 
+/* The CPU's widest level; native.py's switchboard caps it (BINLAKE_SIMD) as it loads. */
 static void utf8_simd_init(void) {
-    const char *env = getenv("BINLAKE_SIMD");
     utf8_tables_init();
     utf8_avx2_tables_init();
     __builtin_cpu_init();
@@ -394,8 +394,6 @@ static void utf8_simd_init(void) {
         __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("popcnt") &&
         __builtin_cpu_supports("bmi2")) g_utf8_cpu = UTF8_AVX512;
     g_utf8_simd = g_utf8_cpu;
-    if (env != NULL && env[0] == '0') g_utf8_simd = 0;
-    else if (env != NULL && strcmp(env, "avx2") == 0 && g_utf8_simd > UTF8_AVX2) g_utf8_simd = UTF8_AVX2;
 }
 #else
 static void utf8_simd_init(void) { g_utf8_simd = 0; }

@@ -1,7 +1,7 @@
 /* CRC32 (the zlib / binlog checksum) in C, callable without the GIL.
  *
  * Why here and not ISA-L's Python function: the rows scanner checked each event through a
- * Python call (a memoryview and an int per event), and the checker thread of crc_ahead.h
+ * Python call (a memoryview and an int per event), and the checker thread of crc_ahead.c
  * must run with no GIL at all. With PCLMULQDQ (x86 since 2010) the bytes are folded 64 at
  * a time as in Intel's "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ"
  * (Gopal et al., 2009): four 128-bit lanes folded by x^544 and x^480 modulo the
@@ -12,23 +12,26 @@
  * lanes in four 512-bit registers are folded by x^2080 and x^2016 while 256 bytes are left;
  * with VPCLMULQDQ and AVX2 (crc32_vpclmul256: AMD Zen 3, Intel
  * Alder Lake) the eight lanes in four 256-bit registers (BINLAKE_SIMD=0 keeps to the
- * 128-bit folds, avx2 to 256 bits at most). Anything shorter than
+ * 128-bit folds, avx2 to 256 bits at most: applied by native.py as the module loads). Anything shorter than
  * 64 bytes, the last 0-15 bytes and a CPU without the instruction take the table (slicing
  * by 8 bytes).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_CRC32_H
-#define BINLAKE_SPEEDUPS_CRC32_H
+ * A compilation unit of its own: crc.h declares what the rest of the module calls. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "crc.h"
 
 static uint32_t CRC_TABLE[8][256];
 static int g_crc_clmul = 0;  /* set at import: the CPU has PCLMULQDQ and SSE4.1 */
 /* The widest fold in use, in bits: 512 (VPCLMULQDQ and AVX-512F), 256 (VPCLMULQDQ and
-   AVX2) or 128; set at import from the CPU (g_crc_wide_cpu) and BINLAKE_SIMD, changed by
-   crc32_set_simd for tests. */
+   AVX2) or 128; set at import from the CPU (g_crc_wide_cpu), capped by native.py's
+   switchboard (BINLAKE_SIMD) and by tests through crc32_set_simd. */
 static int g_crc_wide = 128, g_crc_wide_cpu = 128;
 
-static void crc32_init(void) {
+void crc32_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
@@ -43,10 +46,7 @@ static void crc32_init(void) {
     if (g_crc_clmul && __builtin_cpu_supports("vpclmulqdq"))
         g_crc_wide_cpu = __builtin_cpu_supports("avx512f") ? 512
                          : __builtin_cpu_supports("avx2") ? 256 : 128;
-    const char *env = getenv("BINLAKE_SIMD");
     g_crc_wide = g_crc_wide_cpu;
-    if (env != NULL && env[0] == '0') g_crc_wide = 128;
-    else if (env != NULL && strcmp(env, "avx2") == 0 && g_crc_wide > 256) g_crc_wide = 256;
 #endif
 }
 
@@ -204,7 +204,7 @@ VCLMUL256_TARGET static uint32_t crc32_vpclmul256(uint32_t c, const uint8_t *p, 
 #endif
 
 /* zlib's crc32(crc, p, n): the checksum of the bytes after those `crc` covers. */
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
+uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
     uint32_t c = ~crc;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(BINLAKE_NO_SIMD)
     if (g_crc_clmul && n >= 64) {
@@ -220,7 +220,7 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
 }
 
 /* crc32(data, value=0) -> int: as zlib.crc32, for tests and the Python decoder's events. */
-static PyObject *crc32_py(PyObject *mod, PyObject *args) {
+PyObject *crc32_py(PyObject *mod, PyObject *args) {
     Py_buffer view;
     unsigned long value = 0;
     if (!PyArg_ParseTuple(args, "y*|k", &view, &value)) return NULL;
@@ -239,7 +239,7 @@ static PyObject *crc32_py(PyObject *mod, PyObject *args) {
 /* crc32_set_simd(width) -> the width before: the widest fold to use, 128, 256 or 512 bits
    (ValueError for one the CPU lacks); True: the widest the CPU has, False: 128. For tests,
    to run each path the CPU has. */
-static PyObject *crc32_set_simd(PyObject *mod, PyObject *arg) {
+PyObject *crc32_set_simd(PyObject *mod, PyObject *arg) {
     int before = g_crc_wide, width;
     if (PyBool_Check(arg)) {
         width = arg == Py_True ? g_crc_wide_cpu : 128;
@@ -257,4 +257,3 @@ static PyObject *crc32_set_simd(PyObject *mod, PyObject *arg) {
     return PyLong_FromLong(before);
 }
 
-#endif  /* BINLAKE_SPEEDUPS_CRC32_H */

@@ -32,10 +32,15 @@
  * A forked child's copy (a worker pool started while a file is read) has no thread behind
  * it: it refuses work, and letting it go only gives its buffers back.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_CRC_AHEAD_H
-#define BINLAKE_SPEEDUPS_CRC_AHEAD_H
+ * A compilation unit of its own: crc.h declares crc_ahead_add, which adds the type to the
+ * module (where threads and mappings exist: Unix). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "crc.h"
 
 #if defined(__unix__) || defined(__APPLE__)
 #define BINLAKE_CRC_AHEAD 1
@@ -47,6 +52,7 @@
 #endif
 
 #define AHEAD_SLOTS 4
+#define EV_HEADER_LEN 19
 #define EV_START_ENCRYPTION 164
 #define EV_FORMAT_DESCRIPTION 15
 
@@ -84,6 +90,10 @@ typedef struct {
 
 static PyTypeObject CrcAheadType;
 
+static inline uint32_t le32(const uint8_t *s) {
+    return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+
 /* Walk n bytes at p (file offset self->at): every event completed in them checked. */
 static void ahead_walk(CrcAhead *self, const uint8_t *p, long long n) {
     long long i = 0;
@@ -94,7 +104,7 @@ static void ahead_walk(CrcAhead *self, const uint8_t *p, long long n) {
             self->head_len += take;
             i += take;
             if (self->head_len < EV_HEADER_LEN) break;
-            self->size = (long long)le(self->head + 9, 4);
+            self->size = (long long)le32(self->head + 9);
             int code = self->head[4];
             if (self->size < EV_HEADER_LEN + 4 || code == EV_START_ENCRYPTION) { self->failed = 1; break; }
             uint8_t h[EV_HEADER_LEN];
@@ -116,7 +126,7 @@ static void ahead_walk(CrcAhead *self, const uint8_t *p, long long n) {
         self->tail_len += t;
         i += t;
         if (self->tail_len < 4) break;
-        if ((uint32_t)le(self->tail, 4) != self->crc) { self->failed = 1; break; }
+        if (le32(self->tail) != self->crc) { self->failed = 1; break; }
         self->verified = self->start + self->size;
         self->start = self->verified;
         self->head_len = 0;
@@ -303,7 +313,7 @@ static PyTypeObject CrcAheadType = {
     .tp_basicsize = sizeof(CrcAhead),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "CrcAhead(start): a thread that checks a binlog file's event checksums from "
-              "file offset `start` (an event boundary), ahead of the decoder (crc_ahead.h).",
+              "file offset `start` (an event boundary), ahead of the decoder (crc_ahead.c).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)CrcAhead_init,
     .tp_dealloc = (destructor)CrcAhead_dealloc,
@@ -312,4 +322,11 @@ static PyTypeObject CrcAheadType = {
 };
 
 #endif  /* unix */
-#endif  /* BINLAKE_SPEEDUPS_CRC_AHEAD_H */
+
+int crc_ahead_add(PyObject *module) {
+#ifdef BINLAKE_CRC_AHEAD
+    if (PyType_Ready(&CrcAheadType) < 0
+        || PyModule_AddObjectRef(module, "CrcAhead", (PyObject *)&CrcAheadType) < 0) return -1;
+#endif
+    return 0;
+}
