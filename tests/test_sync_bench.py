@@ -40,3 +40,22 @@ def test_sync_phases_from_json_log_lines() -> None:
     got = sync_phases(text, t0)
     assert got == {"session_ready_s": 4.5, "session_start_s": 3.9, "snapshot_s": 6.25,
                    "batches": [{"start_s": 9.5, "apply_s": 2.5, "rows": 5}]}
+
+
+def test_summary_names_every_snapshot_comparison() -> None:
+    """The printed summary carries the warm, cold and write-floor figures of the JSON."""
+    from binlake.bench.sync_bench import format_summary
+
+    cold = {"binlake": {"wall_s": 40.0, "snapshot_s": 30.0, "batches": []},
+            "jdbc": {"done_s": 20.0}, "write": {"done_s": 15.0}, "x_jdbc": 0.67, "x_write": 2.0}
+    doc = {"snapshot": {"rows": 10, "seconds": 5.0, "rows_per_s": 2, "jdbc_s": 4.0,
+                        "x_jdbc": 0.8, "write_s": 2.0, "x_write": 2.5,
+                        "warm": {"seconds": 3.0, "x_jdbc": 1.33, "x_write": 1.5}, "cold": cold},
+           "catch_up": {"changes": 7, "seconds": 1.0, "changes_per_s": 7, "batches": 1,
+                        "merge_s": 0.5, "x_merge": 2.0, "append_s": 0.25, "x_append": 4.0},
+           "peak_rss_mb": {"driver_python": 1.0, "jvm": 2.0}, "equal": True}
+    text = format_summary(doc)
+    assert "write floor (Arrow in the driver -> Delta): 2.0 s" in text
+    assert "warm (second run, same session): 3.0 s; x_jdbc 1.33" in text
+    assert "binlake 30.0 s (exit 40.0 s), jdbc 20.0 s, write floor 15.0 s" in text
+    assert "catch-up: 7 changes in 1.0 s" in text

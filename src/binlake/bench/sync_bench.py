@@ -552,13 +552,13 @@ def format_summary(doc: dict[str, Any]) -> str:
         extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
                      f"x_jdbc {w.get('x_jdbc')}, {w['x_write']}x the write floor")
     if "cold" in s:
-        c = s["cold"]
-        b = c["binlake"]
-        jdbc = c.get("jdbc", {})
+        cold = s["cold"]
+        b = cold["binlake"]
+        jdbc = cold.get("jdbc", {})
         extra.append(f"snapshot, cold (fresh processes, launch -> tables written): binlake "
                      f"{b.get('snapshot_s')} s (exit {b['wall_s']} s), jdbc "
-                     f"{jdbc.get('done_s')} s, write floor {c['write']['done_s']} s; "
-                     f"x_jdbc {c.get('x_jdbc')}, {c['x_write']}x the write floor")
+                     f"{jdbc.get('done_s')} s, write floor {cold['write']['done_s']} s; "
+                     f"x_jdbc {cold.get('x_jdbc')}, {cold['x_write']}x the write floor")
     return "\n".join([
         f"snapshot: {s['rows']:,} rows in {s['seconds']} s ({s['rows_per_s']:,} rows/s); {jd}",
         *extra,
@@ -601,14 +601,13 @@ def main(argv: list[str] | None = None) -> int:
     echo = lambda m: print(m, file=sys.stderr)  # noqa: E731
     if args.startup:
         doc = run_startup(workdir=workdir, echo=echo, keep=args.keep)
-        print(format_startup(doc))
     else:
         doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
                   event_log=Path(args.event_log) if args.event_log else None,
                   cold=not args.no_cold)
-        print(format_summary(doc))
-    if args.json_path:
+    if args.json_path:  # first: a summary that fails to format loses nothing
         Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(format_startup(doc) if args.startup else format_summary(doc))
     return 0 if doc["equal"] else 1
 
 
