@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from binlake.bench.sync_bench import _normalizer, _time_text
+from binlake.bench.sync_bench import _normalizer, _time_text, sync_phases
 
 
 def test_time_text_matches_spark_strings() -> None:
@@ -22,3 +22,40 @@ def test_normalizer_same_value_two_forms() -> None:
     dec = _normalizer("decimal", 0)
     assert dec(Decimal("1.50")) == dec("1.50") and dec(Decimal("1.50")) != dec("1.5")
     assert _normalizer("varchar", 0)(None) is None
+
+
+def test_sync_phases_from_json_log_lines() -> None:
+    """The startup bench's phases come from `binlake sync --log-json` lines, in seconds from
+    the launch; other lines (Spark's own, on the same stderr) are skipped."""
+    t0 = 1_000.0
+    text = "\n".join([
+        "26/11/28 13:37:16 WARN SparkStringUtils: Truncated the string",
+        '{"ts": 1004.5, "level": "INFO", "logger": "binlake.sync", '
+        '"msg": "spark session ready", "start_s": 3.9}',
+        '{"ts": 1006.25, "level": "INFO", "logger": "binlake.sync", "msg": "snapshot applied"}',
+        '{"ts": 1012.0, "level": "INFO", "logger": "binlake.sync", "msg": "batch applied", '
+        '"batch": 0, "rows": 5, "apply_s": 2.5}',
+        "{not json",
+    ])
+    got = sync_phases(text, t0)
+    assert got == {"session_ready_s": 4.5, "session_start_s": 3.9, "snapshot_s": 6.25,
+                   "batches": [{"start_s": 9.5, "apply_s": 2.5, "rows": 5}]}
+
+
+def test_summary_names_every_snapshot_comparison() -> None:
+    """The printed summary carries the warm, cold and write-floor figures of the JSON."""
+    from binlake.bench.sync_bench import format_summary
+
+    cold = {"binlake": {"wall_s": 40.0, "snapshot_s": 30.0, "batches": []},
+            "jdbc": {"done_s": 20.0}, "write": {"done_s": 15.0}, "x_jdbc": 0.67, "x_write": 2.0}
+    doc = {"snapshot": {"rows": 10, "seconds": 5.0, "rows_per_s": 2, "jdbc_s": 4.0,
+                        "x_jdbc": 0.8, "write_s": 2.0, "x_write": 2.5,
+                        "warm": {"seconds": 3.0, "x_jdbc": 1.33, "x_write": 1.5}, "cold": cold},
+           "catch_up": {"changes": 7, "seconds": 1.0, "changes_per_s": 7, "batches": 1,
+                        "merge_s": 0.5, "x_merge": 2.0, "append_s": 0.25, "x_append": 4.0},
+           "peak_rss_mb": {"driver_python": 1.0, "jvm": 2.0}, "equal": True}
+    text = format_summary(doc)
+    assert "write floor (Arrow in the driver -> Delta): 2.0 s" in text
+    assert "warm (second run, same session): 3.0 s; x_jdbc 1.33" in text
+    assert "binlake 30.0 s (exit 40.0 s), jdbc 20.0 s, write floor 15.0 s" in text
+    assert "catch-up: 7 changes in 1.0 s" in text

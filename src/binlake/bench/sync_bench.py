@@ -4,7 +4,12 @@ One throwaway MariaDB, the seeded bench workload (narrow, wide, large), one loca
 session, and in the same run:
 
 * snapshot: `binlake sync --once` on the loaded tables (snapshot plus an empty catch-up),
-  against `spark.read.jdbc` (MariaDB Connector/J, 4 partitions per table) -> Delta;
+  against `spark.read.jdbc` (MariaDB Connector/J, 4 partitions per table) -> Delta, and
+  against the write floor no reader can beat: the same rows already in the driver as Arrow,
+  `createDataFrame` -> Delta. Warm: all three in the bench's session (Delta warmed by a
+  one-row write first; binlake's first run there pays Spark's other first uses, its second
+  run into a new warehouse does not). Cold: each in a fresh process (a new JVM), timed from
+  launch to its tables written: `binlake sync` itself, and the two floors;
 * catch-up: a second round of changes on the existing rows (every row updated, some deleted,
   some inserted, in multi-row transactions), then `binlake sync --once`, against the two
   floors of any Spark apply: a plain Delta append, and one bare Delta MERGE (upsert of every
@@ -15,6 +20,10 @@ session, and in the same run:
 Run `python -m binlake.bench.sync_bench --scale 50000 --json out.json` (or
 `binlake bench --sync`). Connector/J comes from `jdbc_jar()` (scripts/spark-jars.sh fetches
 it); without it the jdbc floor is skipped and says so.
+
+`--startup` times the fixed costs instead: fresh `binlake sync --once` processes on a small
+table (the first with its snapshot, then a handful of pending changes, then a batch with one
+ALTER), each split into its phases from the job's own log lines.
 """
 from __future__ import annotations
 
@@ -23,10 +32,12 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -180,19 +191,157 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, result
 
 
-def jdbc_floor(spark: Any, server: Any, out: Path) -> float:
-    """spark.read.jdbc (4 partitions on id) -> Delta of every bench table; seconds."""
+def _bounds(server: Any) -> dict[str, tuple[int, int]]:
+    out = {}
+    for table in TABLES:
+        lo, hi = server.sql(f"SELECT MIN(id), MAX(id) FROM `{table}`", database=SCHEMA)[0]
+        out[table] = (int(lo or 0), int(hi or 0))
+    return out
+
+
+def jdbc_floor(spark: Any, server: Any, out: Path,
+               bounds: dict[str, tuple[int, int]] | None = None) -> float:
+    """spark.read.jdbc (4 partitions on id) -> Delta of every bench table; seconds.
+    `server` needs `port`, `user` and `password` (and `sql` when `bounds` is not given)."""
     # the mysql scheme makes Spark quote names with backticks (its MySQL dialect)
     url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
     props = {"user": server.user, "password": server.password, "driver": "org.mariadb.jdbc.Driver",
              "fetchsize": "10000"}
+    bounds = bounds or _bounds(server)
     t0 = time.perf_counter()
     for table in TABLES:
-        lo, hi = server.sql(f"SELECT MIN(id), MAX(id) FROM `{table}`", database=SCHEMA)[0]
-        df = spark.read.jdbc(url, table, column="id", lowerBound=int(lo or 0),
-                             upperBound=int(hi or 0) + 1, numPartitions=4, properties=props)
+        lo, hi = bounds[table]
+        df = spark.read.jdbc(url, table, column="id", lowerBound=lo, upperBound=hi + 1,
+                             numPartitions=4, properties=props)
         df.write.format("delta").mode("overwrite").save(str(out / table))
     return time.perf_counter() - t0
+
+
+def source_arrow(spark: Any, server: Any, warehouse: Path, out: Path) -> Path:
+    """The source columns of the snapshot's Delta tables as Arrow IPC files in `out` (the
+    rows a write floor starts from, typed as binlake types them)."""
+    import pyarrow as pa
+
+    out.mkdir(parents=True, exist_ok=True)
+    for table in TABLES:
+        df = spark.read.format("delta").load(str(warehouse / SCHEMA / table))
+        arrow = df.select(*_columns(server, table)).toArrow()
+        with pa.OSFile(str(out / f"{table}.arrow"), "wb") as f, \
+                pa.ipc.new_file(f, arrow.schema) as w:
+            w.write_table(arrow)
+    return out
+
+
+def write_floor(spark: Any, arrow_dir: Path, out: Path) -> float:
+    """The rows already in the driver as Arrow -> `createDataFrame` -> Delta, every bench
+    table one after the other; seconds (reading the Arrow files is not timed)."""
+    import pyarrow as pa
+
+    tables = {t: pa.ipc.open_file(str(arrow_dir / f"{t}.arrow")).read_all() for t in TABLES}
+    t0 = time.perf_counter()
+    for table, arrow in tables.items():
+        spark.createDataFrame(arrow).write.format("delta").mode("overwrite").save(str(out / table))
+    return time.perf_counter() - t0
+
+
+class _Server:
+    """What `jdbc_floor` needs of a server, in a child process."""
+
+    def __init__(self, port: int, user: str, password: str) -> None:
+        self.port, self.user, self.password = port, user, password
+
+
+def _floor_child(args: argparse.Namespace) -> int:
+    """`--floor jdbc|write` in a fresh process: a new session with the bench's settings and
+    one floor, printing its seconds as JSON (the parent times the process itself)."""
+    from ..spark.session import build_session
+
+    spec = json.loads(args.floor_spec)
+    t0 = time.perf_counter()
+    spark = build_session("binlake-sync-bench-floor", master=spec["master"], conf=spec["conf"])
+    session_s = time.perf_counter() - t0
+    out = Path(spec["out"])
+    if args.floor == "jdbc":
+        srv = _Server(spec["port"], spec["user"], spec["password"])
+        work_s = jdbc_floor(spark, srv, out, {k: tuple(v) for k, v in spec["bounds"].items()})
+    else:
+        work_s = write_floor(spark, Path(spec["arrow"]), out)
+    print(json.dumps({"session_s": round(session_s, 2), "work_s": round(work_s, 2),
+                      "done_ts": time.time()}))
+    spark.stop()
+    return 0
+
+
+def _env() -> dict[str, str]:
+    """The child's environment: this interpreter's binlake first on the path."""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def cold_floor(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One floor in a fresh process: seconds from launch to its tables written (`done_s`,
+    as `cli_sync`'s `snapshot_s`), to its exit (`wall_s`), and its parts."""
+    t_launch = time.time()
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "binlake.bench.sync_bench", "--floor", kind,
+                           "--floor-spec", json.dumps(spec)], capture_output=True, text=True,
+                          env=_env())
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {kind} floor failed: {proc.stderr.strip()[-2000:]}")
+    parts = json.loads(proc.stdout.strip().splitlines()[-1])
+    done = round(parts.pop("done_ts") - t_launch, 2)
+    return {"wall_s": round(wall, 2), "done_s": done, **parts}
+
+
+def _log_events(text: str) -> list[dict[str, Any]]:
+    """The JSON log lines (`--log-json`) of a `binlake sync` run."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def cli_sync(url: str, tables: str, warehouse: Path, master: str,
+             conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """A fresh `binlake sync URL --once` process: wall seconds and its phases from its log
+    (`sync_phases`); `wall_s` is launch to exit."""
+    cmd = [sys.executable, "-m", "binlake.cli", "sync", url, "--tables", tables, "--once",
+           "--warehouse", str(warehouse), "--master", master, "--log-json"]
+    for k, v in (conf or {}).items():
+        cmd += ["--conf", f"{k}={v}"]
+    t_launch = time.time()
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"binlake sync failed: {proc.stderr.strip()[-2000:]}")
+    return {"wall_s": round(wall, 2), **sync_phases(proc.stderr, t_launch)}
+
+
+def sync_phases(log_text: str, t_launch: float) -> dict[str, Any]:
+    """A `binlake sync --log-json` run's phases, in seconds from `t_launch` (epoch): the
+    session ready (and its start's own seconds), the snapshot applied, each batch's start
+    and apply seconds."""
+    out: dict[str, Any] = {"batches": []}
+    for ev in _log_events(log_text):
+        at = round(float(ev["ts"]) - t_launch, 2)
+        if ev.get("msg") == "spark session ready":
+            out["session_ready_s"] = at
+            out["session_start_s"] = ev.get("start_s")
+        elif ev.get("msg") == "snapshot applied":
+            out["snapshot_s"] = at
+        elif ev.get("msg") == "batch applied":
+            apply_s = float(ev.get("apply_s", 0))
+            out["batches"].append({"start_s": round(at - apply_s, 2), "apply_s": apply_s,
+                                   "rows": ev.get("rows")})
+    return out
 
 
 def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[str, float]:
@@ -216,7 +365,8 @@ def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[
 
 def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         echo: Callable[[str], None] = print, keep: bool = False,
-        master: str = "local[2]", event_log: Path | None = None) -> dict[str, Any]:
+        master: str = "local[2]", event_log: Path | None = None,
+        cold: bool = True) -> dict[str, Any]:
     from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
@@ -250,16 +400,48 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         echo("snapshot: binlake sync --once")
         snap_s, rep = _timed(lambda: run_sync(opts, spark))
         snap = {"rows": rep.snapshot_rows, "seconds": round(snap_s, 2),
-                "rows_per_s": round(rep.snapshot_rows / snap_s)}
+                "rows_per_s": round(rep.snapshot_rows / snap_s),
+                "snapshot_s": getattr(rep, "snapshot_s", None)}
         echo(f"snapshot: {snap}")
+        bounds = _bounds(server)
         if jar:
             echo("snapshot floor: spark.read.jdbc -> Delta")
-            jdbc_s = jdbc_floor(spark, server, work / "jdbc")
+            jdbc_s = jdbc_floor(spark, server, work / "jdbc", bounds)
             snap["jdbc_s"] = round(jdbc_s, 2)
             snap["x_jdbc"] = round(jdbc_s / snap_s, 2)  # >1: binlake faster
         else:
             snap["jdbc_s"] = None
             echo("snapshot floor skipped: no MariaDB Connector/J (run scripts/spark-jars.sh)")
+        arrow_dir = source_arrow(spark, server, wh, work / "arrow")
+        echo("snapshot floor: Arrow in the driver -> createDataFrame -> Delta")
+        write_s = write_floor(spark, arrow_dir, work / "write")
+        snap["write_s"] = round(write_s, 2)
+        snap["x_write"] = round(snap_s / write_s, 2)  # binlake's seconds per floor second
+        if cold:
+            echo("snapshot, warm: binlake sync --once into a new warehouse, same session")
+            warm_opts = replace(opts, warehouse=work / "wh-warm")
+            warm_s, warm_rep = _timed(lambda: run_sync(warm_opts, spark))
+            snap["warm"] = {"seconds": round(warm_s, 2),
+                            "snapshot_s": getattr(warm_rep, "snapshot_s", None),
+                            **({"x_jdbc": round(jdbc_s / warm_s, 2)} if jar else {}),
+                            "x_write": round(warm_s / write_s, 2)}
+            echo(f"snapshot, warm: {snap['warm']}")
+            echo("snapshot, cold: binlake sync --once and the floors, each a fresh process")
+            cold_doc: dict[str, Any] = {"binlake": cli_sync(server.url, f"{SCHEMA}.*",
+                                                            work / "wh-cold", master, conf)}
+            spec = {"master": master, "conf": conf, "port": server.port, "user": server.user,
+                    "password": server.password, "bounds": bounds}
+            if jar:
+                cold_doc["jdbc"] = cold_floor("jdbc", {**spec, "out": str(work / "jdbc-cold")})
+            cold_doc["write"] = cold_floor("write", {**spec, "out": str(work / "write-cold"),
+                                                     "arrow": str(arrow_dir)})
+            b = cold_doc["binlake"]
+            b_s = b.get("snapshot_s", b["wall_s"])  # launch -> snapshot applied
+            if jar:
+                cold_doc["x_jdbc"] = round(cold_doc["jdbc"]["done_s"] / b_s, 2)
+            cold_doc["x_write"] = round(b_s / cold_doc["write"]["done_s"], 2)
+            snap["cold"] = cold_doc
+            echo(f"snapshot, cold: {cold_doc}")
         snap["check"] = compare_tables(spark, server, wh)
         doc["snapshot"] = snap
         echo(f"snapshot: {snap}")
@@ -290,12 +472,96 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             shutil.rmtree(work, ignore_errors=True)
 
 
+STARTUP_SCHEMA = "binlake_start"
+
+
+def _startup_rows(warehouse: Path) -> list[tuple[Any, ...]]:
+    """The startup table's rows in Delta (read with delta-rs: no JVM in this process)."""
+    from deltalake import DeltaTable
+
+    t = DeltaTable(str(warehouse / STARTUP_SCHEMA / "t")).to_pyarrow_table()
+    cols = [c for c in ("id", "v", "n", "extra") if c in t.column_names]
+    return sorted(zip(*(t.column(c).to_pylist() for c in cols)))
+
+
+def run_startup(rows: int = 1000, workdir: Path | None = None,
+                echo: Callable[[str], None] = print, keep: bool = False,
+                master: str = "local[2]") -> dict[str, Any]:
+    """Fixed costs of `binlake sync`, each a fresh `binlake sync --once` process on one small
+    table: the first run (snapshot), a handful of pending changes, a batch with one ALTER."""
+    from ..devtools.devserver import DevServer
+
+    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-startbench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    server = DevServer(work / "server").start()
+    doc: dict[str, Any] = {"config": {"mode": "startup", "rows": rows, "master": master,
+                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+    s = STARTUP_SCHEMA
+    try:
+        server.sql(f"CREATE DATABASE {s}",
+                   f"CREATE TABLE {s}.t (id INT PRIMARY KEY, v VARCHAR(40), n INT)", database=None)
+        values = ", ".join(f"({i}, 'row {i}', {i % 97})" for i in range(1, rows + 1))
+        server.sql(f"INSERT INTO {s}.t VALUES {values}", database=None)
+        wh = work / "wh"
+        runs: dict[str, Any] = {}
+        echo("startup: first binlake sync --once (snapshot)")
+        runs["first"] = cli_sync(server.url, f"{s}.*", wh, master)
+        echo(f"startup: {runs['first']}")
+        server.sql(f"INSERT INTO {s}.t VALUES ({rows + 1}, 'new', 1), ({rows + 2}, 'new', 2)",
+                   f"UPDATE {s}.t SET v = 'changed' WHERE id IN (1, 2)",
+                   f"DELETE FROM {s}.t WHERE id = 3", database=None)
+        echo("startup: binlake sync --once with 5 pending changes")
+        runs["pending"] = cli_sync(server.url, f"{s}.*", wh, master)
+        echo(f"startup: {runs['pending']}")
+        server.sql(f"ALTER TABLE {s}.t ADD COLUMN extra INT",
+                   f"INSERT INTO {s}.t VALUES ({rows + 3}, 'after alter', 3, 42)", database=None)
+        echo("startup: binlake sync --once with one ALTER and one insert")
+        runs["alter"] = cli_sync(server.url, f"{s}.*", wh, master)
+        echo(f"startup: {runs['alter']}")
+        want = sorted(server.sql(f"SELECT id, v, n, extra FROM {s}.t", database=None))
+        got = _startup_rows(wh)
+        doc.update(runs=runs, equal=[tuple(r) for r in want] == got)
+        return doc
+    finally:
+        server.stop()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def format_startup(doc: dict[str, Any]) -> str:
+    lines = []
+    for name, r in doc["runs"].items():
+        batches = ", ".join(f"batch at {b['start_s']} s applied in {b['apply_s']} s"
+                            for b in r["batches"]) or "no batch"
+        snap = f", snapshot applied at {r['snapshot_s']} s" if "snapshot_s" in r else ""
+        lines.append(f"{name}: {r['wall_s']} s wall; session ready at "
+                     f"{r.get('session_ready_s')} s (start {r.get('session_start_s')} s)"
+                     f"{snap}; {batches}")
+    lines.append(f"Delta == MariaDB at the end: {doc['equal']}")
+    return "\n".join(lines)
+
+
 def format_summary(doc: dict[str, Any]) -> str:
     s, c = doc["snapshot"], doc["catch_up"]
     jd = (f"spark.read.jdbc->Delta {s['jdbc_s']} s ({s['x_jdbc']}x: >1 means binlake faster)"
           if s.get("jdbc_s") else "jdbc floor skipped")
+    extra = [f"snapshot write floor (Arrow in the driver -> Delta): {s['write_s']} s "
+             f"(binlake {s['x_write']}x its time)"]
+    if "warm" in s:
+        w = s["warm"]
+        extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
+                     f"x_jdbc {w.get('x_jdbc')}, {w['x_write']}x the write floor")
+    if "cold" in s:
+        cold = s["cold"]
+        b = cold["binlake"]
+        jdbc = cold.get("jdbc", {})
+        extra.append(f"snapshot, cold (fresh processes, launch -> tables written): binlake "
+                     f"{b.get('snapshot_s')} s (exit {b['wall_s']} s), jdbc "
+                     f"{jdbc.get('done_s')} s, write floor {cold['write']['done_s']} s; "
+                     f"x_jdbc {cold.get('x_jdbc')}, {cold['x_write']}x the write floor")
     return "\n".join([
         f"snapshot: {s['rows']:,} rows in {s['seconds']} s ({s['rows_per_s']:,} rows/s); {jd}",
+        *extra,
         (f"catch-up: {c['changes']:,} changes in {c['seconds']} s ({c['changes_per_s']:,}/s, "
          f"{c['batches']} batch(es)); bare MERGE {c['merge_s']} s -> {c['x_merge']}x the MERGE; "
          f"plain append {c['append_s']} s -> {c['x_append']}x"),
@@ -314,7 +580,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--event-log", help="write Spark's event log into this folder")
     ap.add_argument("--verbose", action="store_true", help="also log each table's apply and snapshot times")
+    ap.add_argument("--no-cold", action="store_true",
+                    help="skip the warm second snapshot and the fresh-process (cold) runs")
+    ap.add_argument("--startup", action="store_true",
+                    help="time the fixed costs of fresh `binlake sync --once` runs instead")
+    ap.add_argument("--floor", choices=["jdbc", "write"], help=argparse.SUPPRESS)
+    ap.add_argument("--floor-spec", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.floor:
+        return _floor_child(args)
     import logging
 
     from ..cli.logs import setup
@@ -323,12 +597,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         for name in ("binlake.apply", "binlake.snapshot"):
             logging.getLogger(name).setLevel(logging.DEBUG)
-    doc = run(args.scale, args.seed, Path(args.workdir) if args.workdir else None,
-              echo=lambda m: print(m, file=sys.stderr), keep=args.keep,
-              event_log=Path(args.event_log) if args.event_log else None)
-    print(format_summary(doc))
-    if args.json_path:
+    workdir = Path(args.workdir) if args.workdir else None
+    echo = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    if args.startup:
+        doc = run_startup(workdir=workdir, echo=echo, keep=args.keep)
+    else:
+        doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
+                  event_log=Path(args.event_log) if args.event_log else None,
+                  cold=not args.no_cold)
+    if args.json_path:  # first: a summary that fails to format loses nothing
         Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(format_startup(doc) if args.startup else format_summary(doc))
     return 0 if doc["equal"] else 1
 
 

@@ -7,9 +7,12 @@ does Spark resolve `spark.jars.packages` through Ivy itself.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -17,6 +20,8 @@ from .jars import DELTA_COORDINATE, check_pyspark_version, download_jars, local_
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+log = logging.getLogger("binlake.sync")
 
 _CORES = max(1, min(8, os.cpu_count() or 2))
 
@@ -95,3 +100,35 @@ def register_sources(spark: "SparkSession") -> None:
 
     spark.dataSource.register(BinlakeDataSource)
     spark.dataSource.register(SnapshotDataSource)
+
+
+class SessionStart:
+    """`build_session` in a background thread: the JVM starts while the caller does its
+    MySQL-side work (schema history, chunk planning, small tables' reads); `get()` waits for
+    the session and raises what the start raised. Started off the main thread, Spark does not
+    install its SIGINT handler (the sync installs its own around the stream)."""
+
+    def __init__(self, app_name: str = "binlake", **kwargs: Any) -> None:
+        self._session: "SparkSession | None" = None
+        self._error: BaseException | None = None
+        self._t0 = time.monotonic()
+        self.seconds: float | None = None
+        """Seconds the start took, once it is done."""
+        self._thread = threading.Thread(target=self._run, args=(app_name, kwargs),
+                                        name="spark-session-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, app_name: str, kwargs: dict[str, Any]) -> None:
+        try:
+            self._session = build_session(app_name, **kwargs)
+            self.seconds = round(time.monotonic() - self._t0, 2)
+            log.info("spark session ready", extra={"start_s": self.seconds})
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of get()
+            self._error = exc
+
+    def get(self) -> "SparkSession":
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._session is not None
+        return self._session

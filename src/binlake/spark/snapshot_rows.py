@@ -298,17 +298,50 @@ def typed_table(frame: "DataFrame", chunk: Chunk, cols: Sequence[str],
     return out
 
 
-class TableProgress:
-    """How far one table's write is, from Spark's own task counts (no extra job): the chunks
-    finished, turned into rows with the planning's COUNT(*)."""
+DRIVER_ROWS = 50_000
+"""A table planned as one chunk of at most this many rows is read in the driver and handed
+to Spark as Arrow (`createDataFrame`): no Python data source to plan, no Python worker to
+start, which for a small table cost more than its rows. Larger tables keep one chunk per
+executor task."""
 
-    def __init__(self, spark: "SparkSession", name: str, chunks: int, total: int | None) -> None:
-        self.spark, self.name, self.chunks, self.total = spark, name, chunks, total
+
+def reads_in_driver(chunks: Sequence[Chunk]) -> bool:
+    """Whether a table's planned chunks are read in the driver (see `DRIVER_ROWS`)."""
+    rows = chunks[0].table_rows
+    return len(chunks) == 1 and rows is not None and rows <= DRIVER_ROWS
+
+
+def driver_frame(spark: "SparkSession", chunk: Chunk, res: ChunkResult,
+                 zero_dates: str) -> "DataFrame":
+    """A chunk read in the driver (`read_chunk(raw=True)`) as a DataFrame in `table_frame`'s
+    schema: the same typed Arrow batches, handed to Spark without a Python worker."""
+    schema = chunk_schema(chunk, zero_dates)
+    arrow = arrow_schema(schema)
+    table = pa.Table.from_batches(list(ChunkTyper(chunk, zero_dates, arrow).batches(res)),
+                                  schema=arrow)
+    # One task and one file, as a one-chunk table read by an executor (Spark would slice the
+    # rows into a file per core, and two small files already set off auto compaction).
+    return spark.createDataFrame(table, schema=schema).coalesce(1)
+
+
+class TableProgress:
+    """How far one table's write is, without an extra job: a table read in the driver counts
+    its rows once read; otherwise Spark's own task counts (the chunks finished), turned into
+    rows with the planning's COUNT(*)."""
+
+    def __init__(self, name: str, chunks: int, total: int | None) -> None:
+        self.name, self.chunks, self.total = name, chunks, total
+        self.spark: "SparkSession | None" = None
+        """The session, once the table's job runs in it."""
         self.group = f"binlake-snapshot-{uuid.uuid4().hex[:8]}"
+        self.read: int | None = None
+        """Rows read in the driver, before the write."""
         self.rows: int | None = None
         """Rows written, once the table is committed."""
 
     def chunks_done(self) -> int:
+        if self.spark is None:
+            return 0
         tracker = self.spark.sparkContext.statusTracker()
         done = 0
         for job in tracker.getJobIdsForGroup(self.group):
@@ -322,24 +355,29 @@ class TableProgress:
     def rows_done(self) -> int:
         if self.rows is not None:
             return self.rows
+        if self.read is not None:
+            return self.read
         if not self.total:
             return 0
         return min(self.total, self.total * self.chunks_done() // max(1, self.chunks))
 
 
-def write_tables(spark: "SparkSession", url: str, chunks: Sequence[Chunk], config: "ApplyConfig",
+def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyConfig",
                  app_id: str, *, server_id_base: int,
                  on_table: Callable[[TableProgress], None] | None = None) -> dict[str, int]:
     """Write every planned table as a new SCD1 Delta table, in one commit each (txn app_id,
     version 0), the tables at once. Returns rows written per 'schema.table'.
 
-    `on_table` gets each table's `TableProgress` before the writes start."""
+    `spark` is the session or a callable that returns it (a session still starting: tables
+    read in the driver are read before it is asked for). `on_table` gets each table's
+    `TableProgress` before the writes start."""
     from pyspark.sql import functions as F
 
+    session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
     by_table: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_table.setdefault(c.table.name, []).append(c)
-    progress = {name: TableProgress(spark, name, len(cs), cs[0].table_rows)
+    progress = {name: TableProgress(name, len(cs), cs[0].table_rows)
                 for name, cs in by_table.items()}
 
     def one(name: str) -> None:
@@ -348,26 +386,38 @@ def write_tables(spark: "SparkSession", url: str, chunks: Sequence[Chunk], confi
         t = cs[0].table
         opts = config.options_for(t.schema, t.table)
         plan = plan_table(t.spec, opts)
-        frame = table_frame(spark, url, cs, config.zero_dates, server_id_base)
+        driver = reads_in_driver(cs)
+        res = None
+        if driver:
+            c = cs[0]
+            res = read_chunk(url, c, server_id=server_id_base + c.ordinal, raw=True)
+            progress[name].read = len(res.full_rows or res.rows)
+        t_read = time.monotonic()
+        ss = progress[name].spark = session()
+        if res is not None:
+            frame = driver_frame(ss, cs[0], res, config.zero_dates)
+        else:
+            frame = table_frame(ss, url, cs, config.zero_dates, server_id_base)
         target = target_schema(t.spec, plan, opts, frame.schema[SEQ].dataType, config.zero_dates)
         cols = typed_table(frame, cs[0], plan.cols, config.zero_dates)
         cols += [F.col(SEQ), F.col(TS)]
         out = frame.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, target)])
         path = table_path(config.target, t.schema, t.table)
         t1 = time.monotonic()
-        spark.sparkContext.setJobGroup(progress[name].group, f"binlake snapshot of {name}")
+        ss.sparkContext.setJobGroup(progress[name].group, f"binlake snapshot of {name}")
         try:
             (out.write.format("delta").mode("append").options(**config.table_properties())
              .option("txnAppId", app_id).option("txnVersion", 0).save(path))
         finally:
-            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            ss.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         t2 = time.monotonic()
         KNOWN[path] = {f.name.lower() for f in target.fields}
-        progress[name].rows = _rows_written(spark, path)
+        # Read in the driver, the rows written are the rows read (one commit, all or none).
+        progress[name].rows = progress[name].read if driver else _rows_written(ss, path)
         log.debug("snapshot table written", extra={
-            "table": name, "chunks": len(cs), "rows": progress[name].rows,
-            "plan_s": round(t1 - t0, 2), "write_s": round(t2 - t1, 2),
-            "history_s": round(time.monotonic() - t2, 2)})
+            "table": name, "chunks": len(cs), "rows": progress[name].rows, "driver": driver,
+            "read_s": round(t_read - t0, 2), "plan_s": round(t1 - t_read, 2),
+            "write_s": round(t2 - t1, 2), "history_s": round(time.monotonic() - t2, 2)})
 
     if on_table is not None:
         for name in sorted(progress):

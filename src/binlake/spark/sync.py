@@ -116,6 +116,8 @@ class SyncReport:
     last_lag_s: float | None = None
     stream_start: str | None = None
     metrics_port: int | None = None
+    snapshot_s: float | None = None
+    """Seconds the snapshot took in this run (None: none taken)."""
 
 
 class SyncState:
@@ -172,8 +174,12 @@ def _binlog_boundary(url: str) -> str:
 
 
 def _shape_changed(exc: BaseException) -> bool:
+    """A table changed shape under the snapshot: raised in the driver (a table read there)
+    or wrapped by Spark from an executor's task."""
+    from ..snapshot.server import SnapshotError
+
     text = str(exc)
-    return "SnapshotError" in text and ("snapshot again" in text or "changed shape" in text
+    return (isinstance(exc, SnapshotError) or "SnapshotError" in text) and ("snapshot again" in text or "changed shape" in text
                                         or "changed since the snapshot" in text)
 
 
@@ -308,13 +314,16 @@ def _bootstrap_history(opts: SyncOptions, path: Path) -> str:
     return f"{h.start.file}:{h.start.pos}"
 
 
-def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
-                 config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
+def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncOptions,
+                 state: SyncState, config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
     """Take and apply the initial snapshot once; returns its row count.
 
     New SCD1 tables (the usual first sync) take the direct way (`snapshot_rows`: typed rows,
     one job and one commit per table); anything else (SCD2, the change log, a table left by
-    an earlier attempt) goes through the CDC source and `apply_batch`."""
+    an earlier attempt) goes through the CDC source and `apply_batch`. `spark` may be a
+    callable returning the session (one still starting): the MySQL-side work before the
+    first Spark job runs meanwhile."""
+    session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
     history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
@@ -327,10 +336,10 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
         else:
             planned = _binlog_boundary(opts.url)
         try:
-            if _direct(spark, opts, config):
-                rows = _snapshot_direct(spark, opts, state, config, planned)
+            if _direct(opts, config):
+                rows = _snapshot_direct(session, opts, state, config, planned)
             else:
-                rows = _snapshot_via_apply(spark, opts, state, config, specs, planned)
+                rows = _snapshot_via_apply(session(), opts, state, config, specs, planned)
             break
         except Exception as exc:  # Spark wraps the executor's SnapshotError
             if tries == SNAPSHOT_RETRIES or not _shape_changed(exc):
@@ -344,7 +353,7 @@ def run_snapshot(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     return rows
 
 
-def _direct(spark: "SparkSession", opts: SyncOptions, config: ApplyConfig) -> bool:
+def _direct(opts: SyncOptions, config: ApplyConfig) -> bool:
     """Whether the snapshot can write its tables directly (`snapshot_rows`): SCD1, no change
     log, and no table of the sync in the warehouse yet."""
     if config.change_log or opts.scd_type != 1 or config.tables:
@@ -364,8 +373,8 @@ def _start_attempt(state: SyncState, start: str) -> int:
     return attempt
 
 
-def _snapshot_direct(spark: "SparkSession", opts: SyncOptions, state: SyncState,
-                     config: ApplyConfig, planned: str) -> int:
+def _snapshot_direct(session: Callable[[], "SparkSession"], opts: SyncOptions,
+                     state: SyncState, config: ApplyConfig, planned: str) -> int:
     from ..snapshot.plan import DEFAULT_CHUNK_SIZE, plan_snapshot
     from .snapshot import DEFAULT_SERVER_ID_BASE
     from .snapshot_rows import write_tables
@@ -378,7 +387,7 @@ def _snapshot_direct(spark: "SparkSession", opts: SyncOptions, state: SyncState,
     app_id = f"{state.data['app_id']}-snapshot-{attempt}"
     shown = Progress("snapshot", log)
     with shown:
-        done = write_tables(spark, opts.url, chunks, config, app_id,
+        done = write_tables(session, opts.url, chunks, config, app_id,
                             server_id_base=DEFAULT_SERVER_ID_BASE,
                             on_table=lambda t: shown.meter(t.name, t.total, "rows",
                                                            lambda m, t=t: t.rows_done()))
@@ -485,12 +494,18 @@ def _binlog_sizes(url: str) -> list[tuple[str, int]]:
 def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
              on_progress: Callable[[dict[str, Any]], None] | None = None) -> SyncReport:
     """Snapshot if needed, then stream into the Delta tables until stopped (or caught up)."""
-    from .session import build_session
+    from .session import SessionStart
 
     if not opts.tables:
         raise ConfigError("choose the tables to sync", hint="--tables 'db.*,db2.t'")
     opts.warehouse.mkdir(parents=True, exist_ok=True)
-    spark = spark or build_session("binlake-sync", master=opts.master, conf=opts.conf)
+    # The JVM starts (seconds) while the snapshot does its MySQL-side work.
+    session: Callable[[], "SparkSession"]
+    if spark is None:
+        session = SessionStart("binlake-sync", master=opts.master, conf=opts.conf).get
+    else:
+        given = spark
+        session = lambda: given  # noqa: E731
     state = SyncState(opts.warehouse)
     state.save()
     # Tombstones stay on: a sync applies in binlog order, so no older change arrives late,
@@ -509,7 +524,9 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         log.info("metrics served", extra={"url": f"http://127.0.0.1:{report.metrics_port}/metrics"})
     if not state.data.get("snapshot_done"):
         if opts.snapshot:
-            report.snapshot_rows = run_snapshot(spark, opts, state, config, specs)
+            t0 = time.monotonic()
+            report.snapshot_rows = run_snapshot(session, opts, state, config, specs)
+            report.snapshot_s = round(time.monotonic() - t0, 3)
             metrics.snapshot_done(report.snapshot_rows)
             log.info("snapshot applied", extra={"rows": report.snapshot_rows,
                                                 "stream_start": state.data["stream_start"]})
@@ -517,8 +534,10 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
             state.data.update(snapshot_done=True, stream_start="latest")
             state.save()
     report.stream_start = state.data["stream_start"]
+    spark_now = session()
 
-    reader = (spark.readStream.format("binlake").option("url", opts.url)
+
+    reader = (spark_now.readStream.format("binlake").option("url", opts.url)
               .option("tables", opts.tables).option("startingPosition", state.data["stream_start"])
               .option("schemaHistory", str(schema_history_path(opts.warehouse))))
     if opts.max_rows_per_trigger:
