@@ -22,6 +22,7 @@ folded here at all.
 from __future__ import annotations
 
 import json
+import json.scanner
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -124,7 +125,7 @@ def batch_stats(batch: pa.Table) -> list[BatchTable]:
 
 
 def _text(v: Any) -> Any:
-    """A parsed JSON value as `from_json` reads it into a string (numbers as their text)."""
+    """A parsed scalar as `from_json` reads it into a string (numbers as their text)."""
     t = type(v)
     if t is str or v is None:
         return v
@@ -134,10 +135,26 @@ def _text(v: Any) -> Any:
         return str(v)
     if t is float:
         return repr(v)
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    raise ValueError(f"a nested image value ({t.__name__}) where `foldable` allows none")
 
 
-_loads = json.loads
+_scan: Any = json.scanner.make_scanner(
+    json.JSONDecoder(parse_float=str, parse_int=str))  # type: ignore[arg-type]
+
+
+_decode = json.JSONDecoder(parse_float=str, parse_int=str).decode
+
+
+def _loads(text: str) -> Any:
+    try:
+        return _scan(text, 0)[0]  # the C scanner, without `decode`'s Python steps
+    except StopIteration:  # (not an object at offset 0: let `decode` say what it is)
+        return _decode(text)
+
+
+"""Images parsed with numbers kept as their text: the text `from_json` reads into a string
+(binlake writes integers with `str` and floating point with `repr`, so there is one text per
+value); booleans and nested values are turned into text when the columns are built."""
 
 
 @dataclass
@@ -166,12 +183,15 @@ def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequen
         order = sorted(order, key=seqs.__getitem__)  # type: ignore[assignment]
     cut = tuple(trunc) if trunc is not None else None
     nk, nc = len(keys), len(cols)
+    index = {n: j for j, n in enumerate(cols)}
     # per key: [seq, ts, kind, full, values, present]
     state: dict[tuple[Any, ...], list[Any]] = {}
+    get = state.get
     last = None
     min_seq = None
-    absent = [None] * nc
-    no = [False] * nc
+    absent = (None,) * nc
+    no = (False,) * nc
+    every = (True,) * nc
     for i in order:
         op = ops[i]
         if op not in ROW_OPS:
@@ -183,60 +203,60 @@ def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequen
         if min_seq is None:
             min_seq = seq
         t = ts[i]
-        if op == "insert":
-            a = _loads(afters[i])
-            k = tuple(_text(a.get(n)) for n in keys)
-            vals = [_text(a.get(n)) for n in cols]
-            _reset(state, k, seq, t, "upsert", vals, [True] * nc)
-        elif op == "delete":
-            b = _loads(befores[i])
-            k = tuple(_text(b.get(n)) for n in keys)
-            _reset(state, k, seq, t, "delete", absent, no)
-        else:
+        if op == "update":
             b = _loads(befores[i])
             a = _loads(afters[i])
-            old = tuple(_text(b.get(n)) for n in keys)
-            new = tuple(_text(a[n]) if n in a else _text(b.get(n)) for n in keys)
+            bget = b.get
+            old = tuple(map(bget, keys))
+            new = tuple(a[n] if n in a else bget(n) for n in keys)
             if old != new:  # a key move: delete the old key, upsert the new one
-                _reset(state, old, seq, t, "delete", absent, no)
-                vals = [_text(a[n]) if n in a else _text(b.get(n)) for n in cols]
-                _reset(state, new, seq, t, "upsert", vals, [n in a or n in b for n in cols])
+                state[old] = [seq, t, "delete", True, list(absent), list(no)]
+                state[new] = [seq, t, "upsert", True,
+                              [a[n] if n in a else bget(n) for n in cols],
+                              [n in a or n in b for n in cols]]
                 continue
-            st = state.get(new)
+            st = get(new)
             if st is None:
-                st = state[new] = [seq, t, "upsert", False, [None] * nc, [False] * nc]
+                st = state[new] = [seq, t, "upsert", False, list(absent), list(no)]
             else:
                 st[0], st[1], st[2] = seq, t, "upsert"
             values, present = st[4], st[5]
-            for j, n in enumerate(cols):
-                if n in a:
-                    values[j] = _text(a[n])
+            for n, v in a.items():
+                j = index.get(n)
+                if j is not None:
+                    values[j] = v
                     present[j] = True
+        elif op == "insert":
+            a = _loads(afters[i])
+            state[tuple(map(a.get, keys))] = [seq, t, "upsert", True, list(map(a.get, cols)),
+                                              list(every)]
+        else:
+            b = _loads(befores[i])
+            state[tuple(map(b.get, keys))] = [seq, t, "delete", True, list(absent), list(no)]
     return _net_table(state, nk, nc, min_seq)
 
 
-def _reset(state: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], seq: Any, t: Any,
-           kind: str, vals: list[Any], present: list[bool]) -> None:
-    st = state.get(key)
-    if st is None:
-        state[key] = [seq, t, kind, True, list(vals), list(present)]
-    else:
-        st[0], st[1], st[2], st[3], st[4], st[5] = seq, t, kind, True, list(vals), list(present)
+def _strings(values: Sequence[Any]) -> pa.Array:
+    """Texts as an Arrow string column (booleans and nested values made text first)."""
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([_text(v) for v in values], pa.string())
 
 
 def _net_table(state: dict[tuple[Any, ...], list[Any]], nk: int, nc: int,
                min_seq: Any) -> NetChanges:
-    items = list(state.items())
-    keys = [k for k, _ in items]
-    sts = [s for _, s in items]
+    keys = list(state)
+    sts = list(state.values())
     arrays: list[pa.Array] = []
     names: list[str] = []
+    key_cols = list(zip(*keys)) if keys else [()] * nk
     for j in range(nk):
-        arrays.append(pa.array([k[j] for k in keys], pa.string()))
+        arrays.append(_strings(key_cols[j]))
         names.append(f"_k{j}")
-    seq = [s[0] for s in sts]
+    fields = list(zip(*(s[0] for s in sts))) if sts else [()] * 4
     arrays.append(pa.StructArray.from_arrays(
-        [pa.array([q[f] for q in seq], field.type) for f, field in enumerate(SEQ_TYPE)],
+        [pa.array(fields[f], field.type) for f, field in enumerate(SEQ_TYPE)],
         fields=list(SEQ_TYPE)))
     names.append("_seq")
     arrays.append(pa.array([s[1] for s in sts], pa.int64()).cast(pa.timestamp("us", tz="UTC")))
@@ -244,9 +264,11 @@ def _net_table(state: dict[tuple[Any, ...], list[Any]], nk: int, nc: int,
     kinds = [s[2] for s in sts]
     arrays += [pa.array(kinds, pa.string()), pa.array([s[3] for s in sts], pa.bool_())]
     names += ["_kind", "_full"]
+    values = list(zip(*(s[4] for s in sts))) if sts else [()] * nc
+    present = list(zip(*(s[5] for s in sts))) if sts else [()] * nc
     for i in range(nc):
-        arrays.append(pa.array([s[4][i] for s in sts], pa.string()))
-        arrays.append(pa.array([s[5][i] for s in sts], pa.bool_()))
+        arrays.append(_strings(values[i]))
+        arrays.append(pa.array(present[i], pa.bool_()))
         names += [f"_c{i}", f"_p{i}"]
     dels = [s[0] for s in sts if s[2] == "delete"]
     return NetChanges(pa.Table.from_arrays(arrays, names=names), len(dels), min_seq,
