@@ -170,17 +170,21 @@ class NetChanges:
     max_delete_seq: tuple[int, int, int, int] | None
 
 
+SLICE_ROWS = 4096
+"""Records whose images are turned into Python objects at a time (the rest stay in Arrow)."""
+
+
 def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequence[str],
              trunc: Sequence[int] | None = None) -> NetChanges:
     """Fold one table's change records (CDC schema) into its net change per key."""
-    ops = batch.column("op").to_pylist()
+    if not isinstance(batch, pa.Table):
+        batch = pa.Table.from_batches([batch])
     seqs = _seqs(batch)
-    ts = pc.cast(batch.column("ts"), pa.int64()).to_pylist()
-    befores = batch.column("before").to_pylist()
-    afters = batch.column("after").to_pylist()
-    order = range(len(ops))
     if any(seqs[i] > seqs[i + 1] for i in range(len(seqs) - 1)):
-        order = sorted(order, key=seqs.__getitem__)  # type: ignore[assignment]
+        flat = pa.table({f.name: batch.column("seq").combine_chunks().field(f.name)
+                         for f in SEQ_TYPE})
+        batch = batch.take(pc.sort_indices(flat, [(f.name, "ascending") for f in SEQ_TYPE]))
+        seqs = _seqs(batch)
     cut = tuple(trunc) if trunc is not None else None
     nk, nc = len(keys), len(cols)
     index = {n: j for j, n in enumerate(cols)}
@@ -192,47 +196,52 @@ def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequen
     absent = (None,) * nc
     no = (False,) * nc
     every = (True,) * nc
-    for i in order:
-        op = ops[i]
-        if op not in ROW_OPS:
-            continue
-        seq = seqs[i]
-        if seq == last or (cut is not None and seq <= cut):
-            continue  # a duplicate (at-least-once input), or before the TRUNCATE
-        last = seq
-        if min_seq is None:
-            min_seq = seq
-        t = ts[i]
-        if op == "update":
-            b = _loads(befores[i])
-            a = _loads(afters[i])
-            bget = b.get
-            old = tuple(map(bget, keys))
-            new = tuple(a[n] if n in a else bget(n) for n in keys)
-            if old != new:  # a key move: delete the old key, upsert the new one
-                state[old] = [seq, t, "delete", True, list(absent), list(no)]
-                state[new] = [seq, t, "upsert", True,
-                              [a[n] if n in a else bget(n) for n in cols],
-                              [n in a or n in b for n in cols]]
+    for off in range(0, batch.num_rows, SLICE_ROWS):
+        part = batch.slice(off, SLICE_ROWS)
+        ops = part.column("op").to_pylist()
+        ts = pc.cast(part.column("ts"), pa.int64()).to_pylist()
+        befores = part.column("before").to_pylist()
+        afters = part.column("after").to_pylist()
+        for i, op in enumerate(ops):
+            if op not in ROW_OPS:
                 continue
-            st = get(new)
-            if st is None:
-                st = state[new] = [seq, t, "upsert", False, list(absent), list(no)]
+            seq = seqs[off + i]
+            if seq == last or (cut is not None and seq <= cut):
+                continue  # a duplicate (at-least-once input), or before the TRUNCATE
+            last = seq
+            if min_seq is None:
+                min_seq = seq
+            t = ts[i]
+            if op == "update":
+                b = _loads(befores[i])
+                a = _loads(afters[i])
+                bget = b.get
+                old = tuple(map(bget, keys))
+                new = tuple(a[n] if n in a else bget(n) for n in keys)
+                if old != new:  # a key move: delete the old key, upsert the new one
+                    state[old] = [seq, t, "delete", True, list(absent), list(no)]
+                    state[new] = [seq, t, "upsert", True,
+                                  [a[n] if n in a else bget(n) for n in cols],
+                                  [n in a or n in b for n in cols]]
+                    continue
+                st = get(new)
+                if st is None:
+                    st = state[new] = [seq, t, "upsert", False, list(absent), list(no)]
+                else:
+                    st[0], st[1], st[2] = seq, t, "upsert"
+                values, present = st[4], st[5]
+                for n, v in a.items():
+                    j = index.get(n)
+                    if j is not None:
+                        values[j] = v
+                        present[j] = True
+            elif op == "insert":
+                a = _loads(afters[i])
+                state[tuple(map(a.get, keys))] = [seq, t, "upsert", True, list(map(a.get, cols)),
+                                                  list(every)]
             else:
-                st[0], st[1], st[2] = seq, t, "upsert"
-            values, present = st[4], st[5]
-            for n, v in a.items():
-                j = index.get(n)
-                if j is not None:
-                    values[j] = v
-                    present[j] = True
-        elif op == "insert":
-            a = _loads(afters[i])
-            state[tuple(map(a.get, keys))] = [seq, t, "upsert", True, list(map(a.get, cols)),
-                                              list(every)]
-        else:
-            b = _loads(befores[i])
-            state[tuple(map(b.get, keys))] = [seq, t, "delete", True, list(absent), list(no)]
+                b = _loads(befores[i])
+                state[tuple(map(b.get, keys))] = [seq, t, "delete", True, list(absent), list(no)]
     return _net_table(state, nk, nc, min_seq)
 
 

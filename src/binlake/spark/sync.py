@@ -16,6 +16,13 @@ the stream source keeps it up to date across DDL (option `schemaHistory`). Each 
 is applied with the shapes the history gives at the batch's end offset (from Spark's offset
 log), not with information_schema's shapes at apply time (which may already be past a later
 DDL). The snapshot itself is applied with information_schema's shapes (what it read).
+
+Stream batches are read by the driver: the source records the ranges it planned for each
+batch (`rangeLog`), `handle` reads them with the same code the executors would run
+(`stream_source.read_planned`) and `apply_batch` folds each table per key there (`cdc.net`),
+so Spark only MERGEs the net rows. The driver holds one batch's CDC rows and their net at a
+time, at most DRIVER_BATCH_BYTES of them (larger batches go the executor way); admission
+control (`--max-rows-per-trigger`) keeps batches below that.
 """
 from __future__ import annotations
 
