@@ -42,6 +42,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from ..cdc.net import BatchTable, batch_stats as net_stats, foldable, net_scd1, table_rows
 from ..schema.spec import TableSpec
 from .tables import (
     END_AT, KNOWN as _KNOWN, ROW_OPS, SEQ_COL, START_AT, TS_COL, ApplyError, Plan as _Plan,
@@ -53,6 +54,7 @@ from .typing import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -163,14 +165,24 @@ def change_log_path(target: str) -> str:
 # -- entry point ---------------------------------------------------------------------------
 
 def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
-                config: ApplyConfig, specs: SpecSource) -> ApplyResult:
+                config: ApplyConfig, specs: SpecSource,
+                arrow: "pa.Table | None" = None) -> ApplyResult:
     """Apply one micro-batch (CDC schema, any order, any tables) to the Delta tables.
 
     Call it from `foreachBatch` with Spark's batch id, or with your own increasing ids.
+    `arrow`: the same batch already on the driver (CDC_SCHEMA); its tables are then folded
+    here (`apply_arrow`) and `changes` is only read for a batch the fold does not take.
     """
     from pyspark.sql import functions as F
 
     _check_config(config)
+    if arrow is not None:
+        stats = net_stats(arrow)
+        if not (config.change_log or config.inserts_only or any(s.ddl for s in stats)):
+            return apply_arrow(spark, arrow, batch_id, config, specs, stats)
+        log.debug("batch applied the generic way", extra={
+            "batch": batch_id, "why": "change log" if config.change_log else
+            "snapshot" if config.inserts_only else "DDL"})
     resolve = _resolver(specs)
     result = ApplyResult(batch_id)
     changes = changes.persist()  # every action would otherwise re-read the source
@@ -235,6 +247,134 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     finally:
         changes.unpersist()
     return result
+
+
+def apply_arrow(spark: "SparkSession", arrow: "pa.Table", batch_id: int, config: ApplyConfig,
+                specs: SpecSource, stats: list[BatchTable] | None = None) -> ApplyResult:
+    """Apply a batch held by the driver (CDC_SCHEMA, no DDL, no change log).
+
+    Per table, the way is chosen and logged: an SCD1 table whose keys fold exactly as text
+    (`cdc.net.foldable`) and that no tombstone of its could filter (`_no_late_change`) is
+    folded here (`cdc.net.net_scd1`) and its net rows go to the MERGE as a small local
+    DataFrame; any other table (SCD2, temporal or floating point keys, geometry or vector
+    columns, a tombstone at or after the batch's first change) takes the generic way
+    (`_apply_table`) on the batch's rows handed to Spark. Both ways commit the same rows.
+    """
+    stats = net_stats(arrow) if stats is None else stats
+    resolve = _resolver(specs)
+    result = ApplyResult(batch_id)
+    _refuse_statements(stats, config)
+    result.changes = sum(s.n for s in stats)
+    result.newest_ts = max((s.ts for s in stats if s.ts is not None), default=None)
+    jobs: list[tuple[list[tuple[str, str]], Callable[["SparkSession"], None]]] = []
+    for s in sorted((s for s in stats if s.rows and s.table is not None),
+                    key=lambda s: (s.schema, s.table or "")):
+        schema, table = s.schema, str(s.table)
+        if not config.wants(schema, table):
+            continue
+        spec = resolve(schema, table)
+        if spec is None:
+            raise ApplyError(f"no table shape for {schema}.{table}",
+                             hint="give `specs` an entry for it (schema history or "
+                                  "information_schema)")
+        rows = table_rows(arrow, schema, table)
+
+        def job(session: "SparkSession", spec: TableSpec = spec, rows: "pa.Table" = rows,
+                s: BatchTable = s) -> None:
+            _apply_rows(session, rows, batch_id, config, spec, s)
+
+        jobs.append(([(schema, table)], job))
+        result.tables.append(f"{schema}.{table}")
+    _run_tables(spark, jobs, config)
+    return result
+
+
+def fold_choice(spec: TableSpec, config: ApplyConfig) -> str | None:
+    """None when a table's rows of a driver-held batch are folded on the driver; else why
+    they take the generic way."""
+    opts = config.options_for(spec.schema, spec.table)
+    if opts.scd_type != 1:
+        return f"SCD type {opts.scd_type}"
+    plan = _plan(spec, opts)
+    return foldable(spec, plan.keys, plan.cols)
+
+
+_NEWEST_TOMBSTONE: dict[str, Any] = {}
+"""Tombstone table path -> the newest seq it holds (None: none), as this process knows it."""
+
+
+def _newest_tombstone(spark: "SparkSession", path: str) -> Any:
+    """The newest seq of a tombstone table (one small job per table and process)."""
+    from pyspark.sql import functions as F
+
+    if path in _NEWEST_TOMBSTONE:
+        return _NEWEST_TOMBSTONE[path]
+    newest = None
+    if _is_delta(spark, path):
+        row = spark.read.format("delta").load(path).agg(F.max(SEQ_COL).alias("m")).first()
+        if row is not None and row["m"] is not None:
+            newest = tuple(row["m"])
+    _NEWEST_TOMBSTONE[path] = newest
+    return newest
+
+
+def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: ApplyConfig,
+                spec: TableSpec, st: BatchTable) -> None:
+    """One table of a driver-held batch: folded here when `fold_choice` allows, else the
+    generic `_apply_table` on its rows."""
+    from pyspark.sql import functions as F
+
+    tomb_path = tombstone_path(config.target, spec.schema, spec.table)
+    why = fold_choice(spec, config)
+    net = None
+    if why is None:
+        opts = config.options_for(spec.schema, spec.table)
+        plan = _plan(spec, opts)
+        t0 = time.monotonic()
+        net = net_scd1(rows, plan.keys, plan.cols, st.trunc)
+        log.debug("table folded", extra={"table": f"{spec.schema}.{spec.table}",
+                                         "changes": rows.num_rows, "keys": net.table.num_rows,
+                                         "seconds": round(time.monotonic() - t0, 2)})
+        if config.tombstones and net.min_seq is not None:
+            newest = _newest_tombstone(spark, tomb_path)
+            if newest is not None and newest >= net.min_seq:
+                why = "a tombstone at or after the batch's first change"
+    if why is not None or net is None:
+        log.debug("table applied the generic way",
+                  extra={"table": f"{spec.schema}.{spec.table}", "why": why})
+        _NEWEST_TOMBSTONE.pop(tomb_path, None)
+        _apply_table(spark, spark.createDataFrame(rows), batch_id, config, spec, st.trunc,
+                     st.deletes, row_deletes=st.dels)
+        return
+    app_id = config.app_id
+    path = table_path(config.target, spec.schema, spec.table)
+    frame = spark.createDataFrame(net.table)
+    seq_type = frame.schema["_seq"].dataType
+    schema = target_schema(spec, plan, opts, seq_type, config.zero_dates)
+    zd = config.zero_dates
+    typed = frame.select(
+        *[typed_value(F.col(f"_k{j}"), spec.column(k), zd).alias(f"_k{j}")
+          for j, k in enumerate(plan.keys)],
+        "_seq", "_ts", "_kind", "_full",
+        *[c for i, name in enumerate(plan.cols)
+          for c in (typed_value(F.col(f"_c{i}"), spec.column(name), zd).alias(f"_c{i}"),
+                    F.col(f"_p{i}"))])
+    create = path not in _KNOWN and not _is_delta(spark, path)
+    try:
+        if create:  # a MERGE into no rows would only insert the net upserts
+            _scd1_create(typed, plan, path, schema, config.table_properties(), batch_id, app_id)
+        else:
+            ensure_table(spark, path, schema, config.table_properties())
+            _scd1(spark, typed, plan, path, st.trunc, batch_id, app_id, materialized=True)
+        if config.tombstones and (net.deletes or st.trunc is not None):
+            _write_tombstones(spark, typed, plan, tomb_path, seq_type, st.trunc, config,
+                              batch_id, app_id, check_empty=False)
+            newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
+                                      st.trunc) if x is not None])
+            _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
+    except Exception:
+        _NEWEST_TOMBSTONE.pop(tomb_path, None)
+        raise
 
 
 POLICIES = {"zero_dates": ZERO_DATE_POLICIES, "drop_columns": ("drop", "keep"),

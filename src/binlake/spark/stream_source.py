@@ -65,6 +65,8 @@ Options (names are case-insensitive):
   batchSize           rows per Arrow batch (default 10000)
   schemaHistory       path of the schema history file (driver side; one per query, like the
                       checkpoint); without it names and types come from the TABLE_MAPs
+  rangeLog            folder (driver side) where each batch's ranges are recorded, so the
+                      driver can read the batch itself (`read_planned`) instead of Spark
 
 Rows are in the CDC schema of `arrow.py`; truncate and statement records flow through like
 row changes. Without `schemaHistory` names and types come from the TABLE_MAPs, so the
@@ -73,6 +75,7 @@ primary needs binlog_row_metadata=FULL (MariaDB >= 10.5, MySQL >= 8.0.1), and DD
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -182,6 +185,8 @@ class StreamSourceOptions:
     batch_size: int = 10_000
     schema_history: str | None = None
     """Path of the schema history file (None: names and types from the TABLE_MAPs)."""
+    range_log: str | None = None
+    """Folder where the driver records each batch's planned ranges (`read_planned`)."""
 
     @classmethod
     def parse(cls, options: Any) -> "StreamSourceOptions":
@@ -222,6 +227,7 @@ class StreamSourceOptions:
             batch_size=_int_option(options, "batchSize", 10_000) or 10_000,
             schema_history=str(options.get("schemaHistory")).strip()
             if options.get("schemaHistory") else None,
+            range_log=str(options.get("rangeLog")).strip() if options.get("rangeLog") else None,
         )
 
     def table_filter(self) -> Callable[[str, str], bool] | None:
@@ -1081,10 +1087,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         base = self.opts.server_id_base + 1
         # A batch replayed after a restart finds the history in its file (never behind).
         self._schema_for(s)
-        return [BinlogRange(i, a.file or "", a.pos, b.file or "", b.pos, base + i,
-                            self._range_history(_oldest_needed(a)),
-                            [r.to_json() for r in a.xa_prepared])
-                for i, (a, b) in enumerate(zip(points, points[1:]))]
+        ranges = [BinlogRange(i, a.file or "", a.pos, b.file or "", b.pos, base + i,
+                              self._range_history(_oldest_needed(a)),
+                              [r.to_json() for r in a.xa_prepared])
+                  for i, (a, b) in enumerate(zip(points, points[1:]))]
+        if self.opts.range_log:
+            _log_ranges(self.opts.range_log, e, ranges)
+        return ranges
 
     def commit(self, end: dict[str, Any]) -> None:
         """The Spark checkpoint owns the offsets and the primary needs no acknowledgement (and
@@ -1166,6 +1175,63 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                      + _RECOVERY)
         if len(builder):
             yield builder.flush()
+
+
+def _range_log_file(folder: str, file: str | None, pos: int) -> str:
+    return os.path.join(folder, f"{file_index(file)}-{pos}.json")
+
+
+def _log_ranges(folder: str, end: Position, ranges: list[BinlogRange]) -> None:
+    """Record a batch's ranges under its end offset (atomically: written, then renamed)."""
+    from .._util.atomic import atomic_write_text
+
+    os.makedirs(folder, exist_ok=True)
+    doc = {"end": [end.file, end.pos],
+           "ranges": [{k: getattr(r, k) for k in RANGE_FIELDS} for r in ranges]}
+    atomic_write_text(_range_log_file(folder, end.file, end.pos), json.dumps(doc))
+
+
+RANGE_FIELDS = ("index", "start_file", "start_pos", "end_file", "end_pos", "server_id",
+                "history", "xa_prepared")
+
+DRIVER_BATCH_BYTES = 256 << 20
+"""`read_planned` gives up on a batch whose row images pass this size (the executors read
+it instead): what one batch may cost the driver's memory, several times over."""
+
+
+def read_planned(options: dict[str, Any], end: tuple[str, int]) -> Any:
+    """The batch ending at `end` read by the driver: its ranges as the source planned them
+    (option `rangeLog`), read exactly as `read()` reads them on executors, as one CDC
+    pyarrow Table. None when they were not recorded or the images pass DRIVER_BATCH_BYTES.
+    The record is removed once read."""
+    import pyarrow as pa
+
+    from ..cdc.arrow import CDC_SCHEMA
+
+    folder = options.get("rangeLog")
+    if not folder:
+        return None
+    path = _range_log_file(folder, *end)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if tuple(doc.get("end") or ()) != tuple(end):
+        return None
+    reader = BinlogStreamReader(options)
+    batches, size = [], 0
+    for r in doc["ranges"]:
+        with contextlib.closing(reader.read(BinlogRange(**{k: r[k] for k in RANGE_FIELDS}))) as rd:
+            for b in rd:
+                size += b.nbytes
+                if size > DRIVER_BATCH_BYTES:
+                    log.info("batch too large for the driver; executors read it",
+                             extra={"bytes": size})
+                    return None
+                batches.append(b)
+    os.unlink(path)
+    return pa.Table.from_batches(batches, schema=CDC_SCHEMA)
 
 
 def _oldest_needed(p: Position) -> tuple[str, int]:

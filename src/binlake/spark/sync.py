@@ -16,6 +16,13 @@ the stream source keeps it up to date across DDL (option `schemaHistory`). Each 
 is applied with the shapes the history gives at the batch's end offset (from Spark's offset
 log), not with information_schema's shapes at apply time (which may already be past a later
 DDL). The snapshot itself is applied with information_schema's shapes (what it read).
+
+Stream batches are read by the driver: the source records the ranges it planned for each
+batch (`rangeLog`), `handle` reads them with the same code the executors would run
+(`stream_source.read_planned`) and `apply_batch` folds each table per key there (`cdc.net`),
+so Spark only MERGEs the net rows. The driver holds one batch's CDC rows and their net at a
+time, at most DRIVER_BATCH_BYTES of them (larger batches go the executor way); admission
+control (`--max-rows-per-trigger`) keeps batches below that.
 """
 from __future__ import annotations
 
@@ -148,6 +155,11 @@ SYNC_PARTITION_BYTES = 8 << 20
 def schema_history_path(warehouse: Path) -> Path:
     """The stream's schema history, beside its checkpoint."""
     return warehouse / "_binlake" / "schema_history.json"
+
+
+def range_log_path(warehouse: Path) -> Path:
+    """Where the stream source records each batch's ranges for the driver to read."""
+    return warehouse / "_binlake" / "ranges"
 
 
 def checkpoint_path(warehouse: Path) -> Path:
@@ -536,26 +548,35 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     report.stream_start = state.data["stream_start"]
     spark_now = session()
 
-
-    reader = (spark_now.readStream.format("binlake").option("url", opts.url)
-              .option("tables", opts.tables).option("startingPosition", state.data["stream_start"])
-              .option("schemaHistory", str(schema_history_path(opts.warehouse))))
+    source = {"url": opts.url, "tables": opts.tables,
+              "startingPosition": state.data["stream_start"],
+              "schemaHistory": str(schema_history_path(opts.warehouse)),
+              # A backlog's range is read and decoded in Python, one core per partition:
+              # split it finely so every core reads (a split costs a connection and a seek).
+              "partitionBytes": str(SYNC_PARTITION_BYTES),
+              # The source records each batch's ranges, so the driver reads the batch itself.
+              "rangeLog": str(range_log_path(opts.warehouse))}
     if opts.max_rows_per_trigger:
-        reader = reader.option("maxRowsPerTrigger", str(opts.max_rows_per_trigger))
+        source["maxRowsPerTrigger"] = str(opts.max_rows_per_trigger)
     max_bytes = (SYNC_MAX_BYTES_PER_TRIGGER if opts.max_bytes_per_trigger is None
                  else opts.max_bytes_per_trigger)
     if max_bytes:
-        reader = reader.option("maxBytesPerTrigger", str(max_bytes))
-    # A backlog's range is read and decoded in Python, one core per partition: split it
-    # finely so every core reads (a split costs a connection and a seek).
-    reader = reader.option("partitionBytes", str(SYNC_PARTITION_BYTES))
+        source["maxBytesPerTrigger"] = str(max_bytes)
+    reader = spark_now.readStream.format("binlake").options(**source)
     lock = threading.Lock()
 
     def handle(batch: "DataFrame", batch_id: int) -> None:
+        from .stream_source import read_planned
+
         t0 = time.monotonic()
         end = batch_end(ckpt, batch_id)
+        # The driver reads and folds the batch itself (no executor read, no typing in
+        # Spark), unless the source did not record its ranges or it is too large.
+        arrow = read_planned(source, end) if end is not None else None
+        read_s = time.monotonic() - t0
         # Shapes at the batch's end (the offset log is written before the batch runs).
-        result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end))
+        result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end),
+                             arrow=arrow)
         catch_up.at = end or catch_up.at  # applied: its bytes are done
         if _KILL_AFTER_APPLY and report.batches + 1 >= _KILL_AFTER_APPLY:
             # Fault injection for the crash tests: die after the Delta commits, before Spark
@@ -574,6 +595,8 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
             if lag is not None:
                 report.last_lag_s = lag
         info = {"batch": batch_id, "rows": n, "lag_s": report.last_lag_s,
+                "read_by": "driver" if arrow is not None else "executors",
+                "driver_read_s": round(read_s, 2) if arrow is not None else None,
                 **metrics.batch_applied(batch_id, n, t1 - t0, lag, end)}
         log.info("batch applied", extra=info)
         if on_progress is not None:
