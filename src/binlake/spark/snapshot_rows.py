@@ -317,8 +317,10 @@ def driver_frame(spark: "SparkSession", chunk: Chunk, res: ChunkResult,
     schema: the same typed Arrow batches, handed to Spark without a Python worker."""
     schema = chunk_schema(chunk, zero_dates)
     arrow = arrow_schema(schema)
-    table = pa.Table.from_batches(list(ChunkTyper(chunk, zero_dates, arrow).batches(res)),
-                                  schema=arrow)
+    batches = list(ChunkTyper(chunk, zero_dates, arrow).batches(res))
+    if not batches:  # an empty table: Spark cannot take columns without a chunk
+        batches = [pa.RecordBatch.from_pylist([], schema=arrow)]
+    table = pa.Table.from_batches(batches, schema=arrow)
     # One task and one file, as a one-chunk table read by an executor (Spark would slice the
     # rows into a file per core, and two small files already set off auto compaction).
     return spark.createDataFrame(table, schema=schema).coalesce(1)
