@@ -10,7 +10,8 @@ source's (struct comparison, lexicographic like SQL's row order) or the same has
 
 Only the current rows are compared: binlake's `_binlake_*` columns and SCD2's
 `__START_AT`/`__END_AT` are left out, and with SCD2 only the open versions (`__END_AT` NULL)
-count. Each function runs one Spark job for all the chunks it is given.
+count. Each function runs one Spark job for all the chunks it is given; `checksums` one
+job for all the tables it is given.
 """
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def frame(v: "SCol") -> "SCol":
 def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
     from pyspark.sql import functions as F
 
-    return F.concat(*[frame(value_expr(c, _c(names[c.name]), df.schema[names[c.name]].dataType))
+    types = {f.name: f.dataType for f in df.schema}  # once: each df.schema asks the JVM
+    return F.concat(*[frame(value_expr(c, _c(names[c.name]), types[names[c.name]]))
                       for c in cols])
 
 
@@ -113,7 +115,8 @@ def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SC
     if plan.buckets:
         return bucket(key_text, plan.buckets)
     keys = plan.table.key_columns
-    dtypes = [df.schema[names[c.name]].dataType for c in keys]
+    types = {f.name: f.dataType for f in df.schema}
+    dtypes = [types[names[c.name]] for c in keys]
     cols = [_c(names[c.name]) for c in keys]
     key = cols[0] if len(cols) == 1 else F.struct(*[c.alias(f"k{i}") for i, c in enumerate(cols)])
 
@@ -190,14 +193,22 @@ class LakeTable:
                          key_text.alias("_key"),
                          F.md5(text_expr(t.columns, df, self.names)).alias("_md5"))
 
-    def checksums(self) -> dict[int, tuple[int, int]]:
-        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+    def hashed(self, tag: int) -> "DataFrame":
+        """(_t = tag, _chunk, _h = the row's 64-bit hash) per current row: the input of
+        `checksums`, in the same columns for every table so that tables can be unioned."""
         from pyspark.sql import functions as F
 
-        rows = (self._frame(self.df).groupBy("_chunk")
-                .agg(F.count(F.lit(1)).alias("n"), F.bit_xor(hash64(F.col("_md5"))).alias("x"))
-                .collect())
-        return {int(r["_chunk"]): (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF) for r in rows}
+        t = self.plan.table
+        df = self.df
+        key_text = text_expr(t.key_columns, df, self.names)
+        return df.select(F.lit(tag).alias("_t"),
+                         chunk_expr(self.plan, df, self.names, key_text).cast("int")
+                         .alias("_chunk"),
+                         hash64(F.md5(text_expr(t.columns, df, self.names))).alias("_h"))
+
+    def checksums(self) -> dict[int, tuple[int, int]]:
+        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+        return checksums([self])[0]
 
     def row_hashes(self, chunks: Iterable[int]) -> dict[int, dict[str, str]]:
         """chunk -> key text -> row MD5, for the given chunks: one job."""
@@ -257,11 +268,30 @@ class LakeTable:
         t = self.plan.table
         df = self.df
         key_text = text_expr(t.key_columns, df, self.names)
-        vals = [value_expr(c, _c(self.names[c.name]), df.schema[self.names[c.name]].dataType)
+        types = {f.name: f.dataType for f in df.schema}
+        vals = [value_expr(c, _c(self.names[c.name]), types[self.names[c.name]])
                 .alias(f"v{i}") for i, c in enumerate(t.columns)]
         rows = df.select(key_text.alias("_key"), *vals).where(F.col("_key").isin(sorted(keys))) \
             .collect()
         return {r["_key"]: {c.name: r[f"v{i}"] for i, c in enumerate(t.columns)} for r in rows}
+
+
+def checksums(lakes: Sequence[LakeTable]) -> list[dict[int, tuple[int, int]]]:
+    """Per table, chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned), for
+    all the tables in one Spark job (their scans share the cores and the job's fixed cost)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    out: list[dict[int, tuple[int, int]]] = [{} for _ in lakes]
+    if not lakes:
+        return out
+    rows = (reduce(lambda a, b: a.unionAll(b), [lk.hashed(i) for i, lk in enumerate(lakes)])
+            .groupBy("_t", "_chunk")
+            .agg(F.count(F.lit(1)).alias("n"), F.bit_xor("_h").alias("x")).collect())
+    for r in rows:
+        out[int(r["_t"])][int(r["_chunk"])] = (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF)
+    return out
 
 
 def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
