@@ -146,7 +146,7 @@ def test_canonical_text_is_the_same_on_both_sides(mariadb: Any, spark: Any,
     lake = lake_table(spark, str(synced), plan)
     df = lake.df
     got = {r[0]: list(r[1:]) for r in df.select(
-        "id", *[value_expr(c, df[c.name], df.schema[c.name].dataType).alias(c.name)
+        "id", *[value_expr(c, c.name, df.schema[c.name].dataType).alias(c.name)
                 for c in t.columns]).collect()}
     names = [c.name for c in t.columns]
     for key in source:

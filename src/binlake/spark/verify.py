@@ -35,60 +35,76 @@ def _c(name: str) -> "SCol":
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def value_expr(col: Column, x: "SCol", dtype: Any) -> "SCol":
-    """The canonical text of one Delta column (NULL stays NULL)."""
-    from pyspark.sql import functions as F
+def _ref(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _float_text(x: str) -> str:
+    d = f"CAST({x} AS DOUBLE)"
+    a = f"ABS({d})"
+    e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1074), 1023)"
+    e = (f"({e0} + CAST({a} / POW(2.0D, {e0}) >= 2 AS BIGINT)"
+         f" - CAST({a} / POW(2.0D, {e0}) < 1 AS BIGINT))")
+    mant = f"CAST({a} / POW(2.0D, {e}) * {float(MANTISSA)!r}D AS BIGINT)"
+    return (f"CASE WHEN {d} IS NULL THEN CAST(NULL AS STRING) WHEN {d} = 0 THEN '0' ELSE "
+            f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING)) END")
+
+
+def value_text(col: Column, x: str, dtype: Any) -> str:
+    """The canonical text of one Delta column as Spark SQL over the expression `x` (NULL
+    stays NULL): a whole row's expression is then one string, parsed once by the JVM
+    instead of built call by call."""
     from pyspark.sql.types import StringType
 
     k = col.kind
     if k in ("int", "decimal"):
-        return x if isinstance(dtype, StringType) else x.cast("string")
+        return x if isinstance(dtype, StringType) else f"CAST({x} AS STRING)"
     if k == "float":
-        d = x.cast("double")
-        a = F.abs(d)
-        e0 = F.least(F.greatest(F.floor(F.log2(a)), F.lit(-1074)), F.lit(1023))
-        e = (e0 + (a / F.pow(F.lit(2.0), e0) >= 2).cast("bigint")
-             - (a / F.pow(F.lit(2.0), e0) < 1).cast("bigint"))
-        mant = (a / F.pow(F.lit(2.0), e) * F.lit(float(MANTISSA))).cast("bigint")
-        return F.when(d.isNull(), F.lit(None).cast("string")).when(d == 0, F.lit("0")).otherwise(
-            F.concat(F.when(d < 0, F.lit("-")).otherwise(F.lit("+")), e.cast("string"),
-                     F.lit("p"), mant.cast("string")))
+        return _float_text(x)
     if isinstance(dtype, StringType) and k in ("date", "datetime", "timestamp"):
         raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates='string'): "
                           "verify compares the 'null' policy only")
     if k == "date":
-        return F.date_format(x, "yyyy-MM-dd")
+        return f"date_format({x}, 'yyyy-MM-dd')"
     if k == "datetime":
-        return F.date_format(x, "yyyy-MM-dd HH:mm:ss.SSSSSS")
+        return f"date_format({x}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
     if k == "timestamp":
-        return F.unix_micros(x).cast("string")
+        return f"CAST(unix_micros({x}) AS STRING)"
     if k == "binary":
-        return F.hex(x)
+        return f"hex({x})"
     if k == "geometry":
-        return F.concat(x.getField("srid").cast("string"), F.lit(":"), F.hex(x.getField("wkb")))
+        return f"CONCAT(CAST({x}.srid AS STRING), ':', hex({x}.wkb))"
     return x
 
 
-def frame(v: "SCol") -> "SCol":
+def value_expr(col: Column, name: str, dtype: Any) -> "SCol":
+    """The canonical text of the Delta column `name` (NULL stays NULL)."""
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.concat(F.lit("V"), F.octet_length(v).cast("string"), F.lit(":"), v),
-                      F.lit("N"))
+    return F.expr(value_text(col, _ref(name), dtype))
+
+
+def frame_text(v: str) -> str:
+    return f"COALESCE(CONCAT('V', CAST(octet_length({v}) AS STRING), ':', {v}), 'N')"
+
+
+def row_text(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> str:
+    """Spark SQL for the canonical text of several columns (a row, or a key)."""
+    types = {f.name: f.dataType for f in df.schema}  # once: each df.schema asks the JVM
+    return "CONCAT(" + ", ".join(frame_text(value_text(c, _ref(names[c.name]),
+                                                        types[names[c.name]]))
+                                 for c in cols) + ")"
 
 
 def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
     from pyspark.sql import functions as F
 
-    types = {f.name: f.dataType for f in df.schema}  # once: each df.schema asks the JVM
-    return F.concat(*[frame(value_expr(c, _c(names[c.name]), types[names[c.name]]))
-                      for c in cols])
+    return F.expr(row_text(cols, df, names))
 
 
-def hash64(md5: "SCol") -> "SCol":
-    """The first 64 bits of an MD5 hex, as a signed bigint (compare modulo 2**64)."""
-    from pyspark.sql import functions as F
-
-    return F.conv(F.substring(md5, 1, 16), 16, -10).cast("bigint")
+def hash64_text(text: str) -> str:
+    """The first 64 bits of MD5(text), as a signed bigint (compare modulo 2**64)."""
+    return f"CAST(conv(substring(md5({text}), 1, 16), 16, -10) AS BIGINT)"
 
 
 def bucket(key_text: "SCol", buckets: int) -> "SCol":
@@ -204,7 +220,7 @@ class LakeTable:
         return df.select(F.lit(tag).alias("_t"),
                          chunk_expr(self.plan, df, self.names, key_text).cast("int")
                          .alias("_chunk"),
-                         hash64(F.md5(text_expr(t.columns, df, self.names))).alias("_h"))
+                         F.expr(hash64_text(row_text(t.columns, df, self.names))).alias("_h"))
 
     def checksums(self) -> dict[int, tuple[int, int]]:
         """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
@@ -269,7 +285,7 @@ class LakeTable:
         df = self.df
         key_text = text_expr(t.key_columns, df, self.names)
         types = {f.name: f.dataType for f in df.schema}
-        vals = [value_expr(c, _c(self.names[c.name]), types[self.names[c.name]])
+        vals = [value_expr(c, self.names[c.name], types[self.names[c.name]])
                 .alias(f"v{i}") for i, c in enumerate(t.columns)]
         rows = df.select(key_text.alias("_key"), *vals).where(F.col("_key").isin(sorted(keys))) \
             .collect()
