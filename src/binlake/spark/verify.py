@@ -10,7 +10,8 @@ source's (struct comparison, lexicographic like SQL's row order) or the same has
 
 Only the current rows are compared: binlake's `_binlake_*` columns and SCD2's
 `__START_AT`/`__END_AT` are left out, and with SCD2 only the open versions (`__END_AT` NULL)
-count. Each function runs one Spark job for all the chunks it is given.
+count. Each function runs one Spark job for all the chunks it is given; `checksums` one
+job for all the tables it is given.
 """
 from __future__ import annotations
 
@@ -34,59 +35,76 @@ def _c(name: str) -> "SCol":
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def value_expr(col: Column, x: "SCol", dtype: Any) -> "SCol":
-    """The canonical text of one Delta column (NULL stays NULL)."""
-    from pyspark.sql import functions as F
+def _ref(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _float_text(x: str) -> str:
+    d = f"CAST({x} AS DOUBLE)"
+    a = f"ABS({d})"
+    e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1074), 1023)"
+    e = (f"({e0} + CAST({a} / POW(2.0D, {e0}) >= 2 AS BIGINT)"
+         f" - CAST({a} / POW(2.0D, {e0}) < 1 AS BIGINT))")
+    mant = f"CAST({a} / POW(2.0D, {e}) * {float(MANTISSA)!r}D AS BIGINT)"
+    return (f"CASE WHEN {d} IS NULL THEN CAST(NULL AS STRING) WHEN {d} = 0 THEN '0' ELSE "
+            f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING)) END")
+
+
+def value_text(col: Column, x: str, dtype: Any) -> str:
+    """The canonical text of one Delta column as Spark SQL over the expression `x` (NULL
+    stays NULL): a whole row's expression is then one string, parsed once by the JVM
+    instead of built call by call."""
     from pyspark.sql.types import StringType
 
     k = col.kind
     if k in ("int", "decimal"):
-        return x if isinstance(dtype, StringType) else x.cast("string")
+        return x if isinstance(dtype, StringType) else f"CAST({x} AS STRING)"
     if k == "float":
-        d = x.cast("double")
-        a = F.abs(d)
-        e0 = F.least(F.greatest(F.floor(F.log2(a)), F.lit(-1074)), F.lit(1023))
-        e = (e0 + (a / F.pow(F.lit(2.0), e0) >= 2).cast("bigint")
-             - (a / F.pow(F.lit(2.0), e0) < 1).cast("bigint"))
-        mant = (a / F.pow(F.lit(2.0), e) * F.lit(float(MANTISSA))).cast("bigint")
-        return F.when(d.isNull(), F.lit(None).cast("string")).when(d == 0, F.lit("0")).otherwise(
-            F.concat(F.when(d < 0, F.lit("-")).otherwise(F.lit("+")), e.cast("string"),
-                     F.lit("p"), mant.cast("string")))
+        return _float_text(x)
     if isinstance(dtype, StringType) and k in ("date", "datetime", "timestamp"):
         raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates='string'): "
                           "verify compares the 'null' policy only")
     if k == "date":
-        return F.date_format(x, "yyyy-MM-dd")
+        return f"date_format({x}, 'yyyy-MM-dd')"
     if k == "datetime":
-        return F.date_format(x, "yyyy-MM-dd HH:mm:ss.SSSSSS")
+        return f"date_format({x}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
     if k == "timestamp":
-        return F.unix_micros(x).cast("string")
+        return f"CAST(unix_micros({x}) AS STRING)"
     if k == "binary":
-        return F.hex(x)
+        return f"hex({x})"
     if k == "geometry":
-        return F.concat(x.getField("srid").cast("string"), F.lit(":"), F.hex(x.getField("wkb")))
+        return f"CONCAT(CAST({x}.srid AS STRING), ':', hex({x}.wkb))"
     return x
 
 
-def frame(v: "SCol") -> "SCol":
+def value_expr(col: Column, name: str, dtype: Any) -> "SCol":
+    """The canonical text of the Delta column `name` (NULL stays NULL)."""
     from pyspark.sql import functions as F
 
-    return F.coalesce(F.concat(F.lit("V"), F.octet_length(v).cast("string"), F.lit(":"), v),
-                      F.lit("N"))
+    return F.expr(value_text(col, _ref(name), dtype))
+
+
+def frame_text(v: str) -> str:
+    return f"COALESCE(CONCAT('V', CAST(octet_length({v}) AS STRING), ':', {v}), 'N')"
+
+
+def row_text(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> str:
+    """Spark SQL for the canonical text of several columns (a row, or a key)."""
+    types = {f.name: f.dataType for f in df.schema}  # once: each df.schema asks the JVM
+    return "CONCAT(" + ", ".join(frame_text(value_text(c, _ref(names[c.name]),
+                                                        types[names[c.name]]))
+                                 for c in cols) + ")"
 
 
 def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
     from pyspark.sql import functions as F
 
-    return F.concat(*[frame(value_expr(c, _c(names[c.name]), df.schema[names[c.name]].dataType))
-                      for c in cols])
+    return F.expr(row_text(cols, df, names))
 
 
-def hash64(md5: "SCol") -> "SCol":
-    """The first 64 bits of an MD5 hex, as a signed bigint (compare modulo 2**64)."""
-    from pyspark.sql import functions as F
-
-    return F.conv(F.substring(md5, 1, 16), 16, -10).cast("bigint")
+def hash64_text(text: str) -> str:
+    """The first 64 bits of MD5(text), as a signed bigint (compare modulo 2**64)."""
+    return f"CAST(conv(substring(md5({text}), 1, 16), 16, -10) AS BIGINT)"
 
 
 def bucket(key_text: "SCol", buckets: int) -> "SCol":
@@ -113,7 +131,8 @@ def chunk_expr(plan: Plan, df: "DataFrame", names: dict[str, str], key_text: "SC
     if plan.buckets:
         return bucket(key_text, plan.buckets)
     keys = plan.table.key_columns
-    dtypes = [df.schema[names[c.name]].dataType for c in keys]
+    types = {f.name: f.dataType for f in df.schema}
+    dtypes = [types[names[c.name]] for c in keys]
     cols = [_c(names[c.name]) for c in keys]
     key = cols[0] if len(cols) == 1 else F.struct(*[c.alias(f"k{i}") for i, c in enumerate(cols)])
 
@@ -190,14 +209,22 @@ class LakeTable:
                          key_text.alias("_key"),
                          F.md5(text_expr(t.columns, df, self.names)).alias("_md5"))
 
-    def checksums(self) -> dict[int, tuple[int, int]]:
-        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+    def hashed(self, tag: int) -> "DataFrame":
+        """(_t = tag, _chunk, _h = the row's 64-bit hash) per current row: the input of
+        `checksums`, in the same columns for every table so that tables can be unioned."""
         from pyspark.sql import functions as F
 
-        rows = (self._frame(self.df).groupBy("_chunk")
-                .agg(F.count(F.lit(1)).alias("n"), F.bit_xor(hash64(F.col("_md5"))).alias("x"))
-                .collect())
-        return {int(r["_chunk"]): (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF) for r in rows}
+        t = self.plan.table
+        df = self.df
+        key_text = text_expr(t.key_columns, df, self.names)
+        return df.select(F.lit(tag).alias("_t"),
+                         chunk_expr(self.plan, df, self.names, key_text).cast("int")
+                         .alias("_chunk"),
+                         F.expr(hash64_text(row_text(t.columns, df, self.names))).alias("_h"))
+
+    def checksums(self) -> dict[int, tuple[int, int]]:
+        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned): one job."""
+        return checksums([self])[0]
 
     def row_hashes(self, chunks: Iterable[int]) -> dict[int, dict[str, str]]:
         """chunk -> key text -> row MD5, for the given chunks: one job."""
@@ -257,11 +284,30 @@ class LakeTable:
         t = self.plan.table
         df = self.df
         key_text = text_expr(t.key_columns, df, self.names)
-        vals = [value_expr(c, _c(self.names[c.name]), df.schema[self.names[c.name]].dataType)
+        types = {f.name: f.dataType for f in df.schema}
+        vals = [value_expr(c, self.names[c.name], types[self.names[c.name]])
                 .alias(f"v{i}") for i, c in enumerate(t.columns)]
         rows = df.select(key_text.alias("_key"), *vals).where(F.col("_key").isin(sorted(keys))) \
             .collect()
         return {r["_key"]: {c.name: r[f"v{i}"] for i, c in enumerate(t.columns)} for r in rows}
+
+
+def checksums(lakes: Sequence[LakeTable]) -> list[dict[int, tuple[int, int]]]:
+    """Per table, chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned), for
+    all the tables in one Spark job (their scans share the cores and the job's fixed cost)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    out: list[dict[int, tuple[int, int]]] = [{} for _ in lakes]
+    if not lakes:
+        return out
+    rows = (reduce(lambda a, b: a.unionAll(b), [lk.hashed(i) for i, lk in enumerate(lakes)])
+            .groupBy("_t", "_chunk")
+            .agg(F.count(F.lit(1)).alias("n"), F.bit_xor("_h").alias("x")).collect())
+    for r in rows:
+        out[int(r["_t"])][int(r["_chunk"])] = (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF)
+    return out
 
 
 def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:

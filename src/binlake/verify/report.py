@@ -33,6 +33,8 @@ class TableReport:
     changed_while_verifying: int = 0
     """Rows the sync changed after their chunk was read: not compared in this run."""
     seconds: float = 0.0
+    """The table's own time: its source reads, narrowing and repair (the Delta checksums of
+    all tables are one Spark job, running during the reads: in the report's seconds)."""
     problem: str | None = None
     """A table-level difference (columns missing in Delta, no Delta table)."""
     note: str | None = None

@@ -79,8 +79,7 @@ def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
             from ..spark.session import build_session
 
             spark = build_session("binlake-verify", master=master)
-        for plan in plans:
-            report.tables.append(verify_table(src, spark, str(warehouse), plan, opts, progress))
+        report.tables = verify_tables(src, spark, str(warehouse), plans, opts, progress)
     finally:
         src.close()
     report.seconds = time.monotonic() - t0
@@ -91,42 +90,85 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
                  opts: VerifyOptions,
                  progress: Callable[[str, int, int], None] | None = None) -> TableReport:
     """Compare one table (see `verify`)."""
-    from ..spark.verify import lake_table
+    return verify_tables(src, spark, warehouse, [plan], opts, progress)[0]
 
-    t0 = time.monotonic()
-    t = plan.table
-    rep = TableReport(t.name, rows=plan.rows or 0, chunks=len(plan.chunks))
-    try:
-        lake = lake_table(spark, warehouse, plan)
-    except VerifyError as exc:
-        rep.problem = str(exc)
-        rep.seconds = time.monotonic() - t0
-        return rep
-    if not lake.comparable:
-        rep.problem = f"columns missing in the Delta table: {', '.join(lake.missing)}"
-        rep.seconds = time.monotonic() - t0
-        return rep
-    if lake.extra:
-        rep.note = f"columns only in the Delta table (not compared): {', '.join(lake.extra)}"
-    sums: dict[int, Any] = {}
-    done = 0
-    # The Delta job runs while the server reads; its sums count only if the sync had already
-    # applied past every read when the job started (else it runs again after the wait).
-    before = applied_at(warehouse)[0]
-    with ThreadPoolExecutor(1) as pool:
-        early = pool.submit(lake.checksums)
+
+def _source_sums(src: Source, plans: list[Plan],
+                 progress: Callable[[str, int, int], None] | None
+                 ) -> list[tuple[dict[int, Any], float]]:
+    """Every chunk's source checksum, table after table; per table the sums and seconds."""
+    out = []
+    for plan in plans:
+        t0 = time.monotonic()
+        sums: dict[int, Any] = {}
+        done = 0
         for chunks, got in src.checksums(plan):
             sums.update(got)
             done += len(chunks)
             if progress is not None:
-                progress(t.name, done, len(plan.chunks))
-    lake_sums = early.result()
-    rep.rows = sum(s.rows for s in sums.values())
-    newest = max(position_key(*s.at) for s in sums.values())
+                progress(plan.table.name, done, len(plan.chunks))
+        out.append((sums, time.monotonic() - t0))
+    return out
+
+
+def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: list[Plan],
+                  opts: VerifyOptions,
+                  progress: Callable[[str, int, int], None] | None = None) -> list[TableReport]:
+    """Compare tables (see `verify`): the server computes every chunk's checksum (in a
+    thread) while one Spark job computes the Delta tables' (all tables at once); differing
+    chunks are then narrowed down table by table."""
+    from ..spark.verify import checksums as lake_checksums
+    from ..spark.verify import lake_table
+
+    reports = [TableReport(p.table.name, rows=p.rows or 0, chunks=len(p.chunks)) for p in plans]
+    lakes: dict[int, Any] = {}
+    for i, plan in enumerate(plans):
+        rep = reports[i]
+        try:
+            lake = lake_table(spark, warehouse, plan)
+        except VerifyError as exc:
+            rep.problem = str(exc)
+            continue
+        if not lake.comparable:
+            rep.problem = f"columns missing in the Delta table: {', '.join(lake.missing)}"
+            continue
+        if lake.extra:
+            rep.note = f"columns only in the Delta table (not compared): {', '.join(lake.extra)}"
+        lakes[i] = lake
+    order = sorted(lakes)
+    # The Delta job runs while the server reads; a table's sums count only if the sync had
+    # already applied past every read of it when the job started (else it runs again after
+    # the wait).
+    before = applied_at(warehouse)[0]
+    with ThreadPoolExecutor(1) as pool:
+        reads = pool.submit(_source_sums, src, [plans[i] for i in order], progress)
+        try:
+            early = lake_checksums([lakes[i] for i in order])
+        finally:
+            source = reads.result()
+    lake_sums = dict(zip(order, early))
+    sums = {i: s for i, (s, _) in zip(order, source)}
+    newest = {i: max((position_key(*c.at) for c in sums[i].values()), default=(0, 0))
+              for i in order}
     applied = before
-    if before is not None and before < newest:
-        applied = wait_applied(warehouse, newest, opts.wait)
-        lake_sums = lake.checksums()
+    stale = [i for i in order if before is not None and before < newest[i]]
+    if stale:
+        applied = wait_applied(warehouse, max(newest[i] for i in stale), opts.wait)
+        lake_sums.update(zip(stale, lake_checksums([lakes[i] for i in stale])))
+    for k, i in enumerate(order):
+        t1 = time.monotonic()
+        reports[i] = _compare(src, spark, warehouse, plans[i], lakes[i], reports[i], sums[i],
+                              lake_sums[i], applied, newest[i], opts, progress)
+        reports[i].seconds = source[k][1] + time.monotonic() - t1
+    return reports
+
+
+def _compare(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
+             rep: TableReport, sums: dict[int, Any], lake_sums: dict[int, tuple[int, int]],
+             applied: tuple[int, int] | None, newest: tuple[int, int], opts: VerifyOptions,
+             progress: Callable[[str, int, int], None] | None) -> TableReport:
+    """One table's result from both sides' chunk sums: narrowed down (and repaired)."""
+    rep.rows = sum(s.rows for s in sums.values())
     rep.lake_rows = sum(n for n, _ in lake_sums.values())
     differing = [c for c in plan.chunks
                  if (sums[c.index].rows, sums[c.index].xor) != lake_sums.get(c.index, (0, 0))]
@@ -134,7 +176,7 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
     if differing:
         diffs, changed = narrow(src, lake, plan, differing, opts, warehouse)
         if opts.repair and diffs:
-            return _repair(src, spark, warehouse, plan, lake, diffs, opts, progress, t0)
+            return _repair(src, spark, warehouse, plan, lake, diffs, opts, progress)
         rep.changed_while_verifying = changed
         rep.differences = diffs[:opts.max_rows]
         rep.more_differences = max(0, len(diffs) - opts.max_rows)
@@ -142,13 +184,12 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
             rep.note = ((rep.note + "; ") if rep.note else "") + (
                 "the sync has not applied the binlog up to the source reads (it is behind or "
                 "stopped): some differences may be changes it has not applied yet")
-    rep.seconds = time.monotonic() - t0
     return rep
 
 
 def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
             diffs: list[RowDifference], opts: VerifyOptions,
-            progress: Callable[[str, int, int], None] | None, t0: float) -> TableReport:
+            progress: Callable[[str, int, int], None] | None) -> TableReport:
     """Apply the differing rows again from the source, then verify the table again."""
     from dataclasses import replace
 
@@ -160,7 +201,6 @@ def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake
     again.repaired = n
     again.note = ((again.note + "; ") if again.note else "") + \
         f"repaired {n} rows from the source, then verified again"
-    again.seconds = time.monotonic() - t0
     return again
 
 
@@ -224,4 +264,4 @@ def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: Ver
     return diffs, len(changed - everything)
 
 
-__all__ = ["verify", "verify_table", "narrow", "VerifyOptions", "VerifyError"]
+__all__ = ["verify", "verify_table", "verify_tables", "narrow", "VerifyOptions", "VerifyError"]
