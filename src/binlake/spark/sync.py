@@ -141,11 +141,12 @@ class SyncState:
         atomic_write_text(self.path, json.dumps(self.data, indent=1))
 
 
-SYNC_MAX_BYTES_PER_TRIGGER = 128 << 20
+SYNC_MAX_BYTES_PER_TRIGGER = 64 << 20
 """Admission control by default: a backlog is applied in micro-batches of at most this many
 binlog bytes (whole transactions; one larger transaction goes alone), so a batch's cached
 changes and MERGE stay bounded however far behind the sync starts. Bytes, not rows: the
-driver finds the cut without decoding a row image."""
+driver finds the cut without decoding a row image. 64 MiB keeps a batch's row images under
+`stream_source.DRIVER_BATCH_BYTES`, so the driver reads and folds it itself."""
 
 SYNC_PARTITION_BYTES = 8 << 20
 """Binlog bytes above which a batch's range is split between readers (the source's
