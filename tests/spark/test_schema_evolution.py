@@ -135,7 +135,7 @@ def test_column_diff_and_defaults_from_the_statement() -> None:
     assert got["v"][0] is None and "expression" in got["v"][1]
     assert got["dt"][0] is None and "time zone" in got["dt"][1]
     # The shape before the statement, from the shape after it (a resolver read too late).
-    undone = evolve._undo_first(after, [step], (DB, "t"))
+    undone = evolve.undo_first(after, [step], (DB, "t"))
     assert undone.names == ["id", "a", "old", "e", "bin", "doc"]
 
 
@@ -219,18 +219,18 @@ def test_alter_between_rows_scd1_with_crash_and_replay(spark: Any, tmp_path: Pat
     batch1 = log.batch()
 
     # A crash in the middle of the ALTER (its backfill): the batch fails half done ...
-    real = evolve._run_op
+    real = evolve.run_op
 
     def crash(spark_: Any, op: dict, ctx: Any) -> None:
         if op["op"] == "backfill":
             raise RuntimeError("simulated crash")
         real(spark_, op, ctx)
 
-    monkeypatch.setattr(evolve, "_run_op", crash)
+    monkeypatch.setattr(evolve, "run_op", crash)
     with pytest.raises(RuntimeError, match="simulated crash"):
         apply_batch(spark, batch1, 1, config, {})
     assert "gone" not in types(spark, target, "t1")  # the ALTER was under way
-    monkeypatch.setattr(evolve, "_run_op", real)
+    monkeypatch.setattr(evolve, "run_op", real)
     # ... and running the batch id again finishes it exactly once.
     result = apply_batch(spark, batch1, 1, config, {})
     assert result.tables == [f"{DB}.t1"]

@@ -78,14 +78,14 @@ from ..tables import KNOWN, ApplyError, is_delta, seq_lit, table_path, tombstone
 from ...schema.spec import TableSpec
 from .defaults import evaluate_default
 from .journal import (
-    JOURNAL_DDL, TAG_CONF, Context, _DETAILS, _record, _tagged, _tags, forget_caches, journal_path,
+    JOURNAL_DDL, TAG_CONF, Context, DETAILS, _record, _tagged, _tags, forget_caches, journal_path,
     open_journal,
 )
-from .ops import _delete, _exists, _move, _run_op
-from .plan import INTERNAL, _plan_step, _props, _State, dropped_path
+from .ops import _delete, _exists, _move, run_op
+from .plan import INTERNAL, plan_step, _props, State, dropped_path
 from .retype import TEXT_SOURCES
 from .shapes import MARK_PROP, SHAPE_PROP, shape_from_json, shape_json, spec_from_entry
-from .statement import Added, ColumnDiff, _undo_first, analyze, parse_statement
+from .statement import Added, ColumnDiff, undo_first, analyze, parse_statement
 from .steps import DdlStep, Group, Key, Seq, _text, load_steps, make_groups
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,12 +97,12 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
     from pyspark.sql import functions as F
 
     cfg = ctx.config
-    states: dict[Key, _State] = {}
+    states: dict[Key, State] = {}
 
-    def state(key: Key) -> _State:
+    def state(key: Key) -> State:
         st = states.get(key)
         if st is None:
-            st = states[key] = _State(key, table_path(cfg.target, *key),
+            st = states[key] = State(key, table_path(cfg.target, *key),
                                       tombstone_path(cfg.target, *key))
             if is_delta(spark, st.path):
                 st.exists = True
@@ -118,7 +118,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
         if not st.resolved:
             st.resolved = True
             spec = ctx.resolve(*key)
-            st.spec = _undo_first(spec, group.steps, key) if spec is not None else None
+            st.spec = undo_first(spec, group.steps, key) if spec is not None else None
         return st.spec
 
     applied: dict[Key, int] = {}
@@ -180,7 +180,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
 
 
 def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
-              state: Callable[[Key], _State], shape: Callable[[Key], TableSpec | None],
+              state: Callable[[Key], State], shape: Callable[[Key], TableSpec | None],
               finished: bool) -> bool:
     """Plan (or resume) and execute one step; True when it ran operations."""
     items = ctx.journal["items"]
@@ -191,7 +191,7 @@ def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
         if f"plan:{mt}" in items:
             ops, resume = json.loads(items[f"plan:{mt}"]), True
         else:
-            ops, resume = _plan_step(spark, step, new, ctx, state, shape), False
+            ops, resume = plan_step(spark, step, new, ctx, state, shape), False
             if ops:
                 _record(spark, ctx, f"plan:{mt}", json.dumps(ops))
         if ops:
@@ -249,6 +249,6 @@ def _execute(spark: "SparkSession", step: DdlStep, ops: list[dict[str, Any]], ct
         if done(op["path"], tag, i):
             continue
         with _tagged(spark, tag):
-            _run_op(spark, op, ctx)
+            run_op(spark, op, ctx)
         KNOWN.pop(op["path"], None)
-        _DETAILS.pop(op["path"], None)
+        DETAILS.pop(op["path"], None)

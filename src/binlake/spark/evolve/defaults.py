@@ -19,7 +19,7 @@ _DATETIME = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2}):
 _NOW = ("CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME")
 
 
-def _zero_date(text: str) -> bool:
+def zero_date(text: str) -> bool:
     m = _DATETIME.match(text)
     return bool(m) and (int(m.group(2)) == 0 or int(m.group(3)) == 0)
 
@@ -177,7 +177,7 @@ def _literal(toks: list[sqlddl.Tok], col: ColumnSpec, p: sqlddl.ColumnSpec, ts: 
             return (date, None) if m.group(4) is None else unknown
         hh, mi, ss = (int(m.group(i) or 0) for i in (4, 5, 6))
         frac = "." + (m.group(7) or "").ljust(col.fsp, "0") if col.fsp else ""
-        if _zero_date(date):
+        if zero_date(date):
             return f"{date} {hh:02d}:{mi:02d}:{ss:02d}{frac}", None
         if t == "timestamp":
             return None, (f"its DEFAULT {text} is a TIMESTAMP in the statement's session time "

@@ -27,7 +27,7 @@ def journal_path(target: str) -> str:
 _JOURNALS: dict[str, list[tuple[str, int, str, str | None]]] = {}
 """Journal rows this process read or wrote, by journal path (one writer per target, as for
 `KNOWN`); dropped when a batch fails."""
-_DETAILS: dict[str, tuple[dict[str, str], int, int]] = {}
+DETAILS: dict[str, tuple[dict[str, str], int, int]] = {}
 """DESCRIBE DETAIL of tables this process read, until it changes them."""
 
 
@@ -63,7 +63,7 @@ def _record(spark: "SparkSession", ctx: "Context", item: str, payload: str | Non
 def forget_caches(target: str) -> None:
     """After a failure: read the journal and the tables' details again next time."""
     _JOURNALS.pop(journal_path(target), None)
-    _DETAILS.clear()
+    DETAILS.clear()
 
 
 @dataclass

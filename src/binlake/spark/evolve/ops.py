@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..tables import ApplyError, KNOWN, delta_ref, quote_name
 from ..typing import typed_value
-from .journal import Context, _DETAILS
+from .journal import Context, DETAILS
 from .retype import _converted
-from .shapes import _col_from_json
+from .shapes import col_from_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 
-def _run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
+def run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
     from pyspark.sql import functions as F
 
     kind, path = op["op"], op["path"]
@@ -43,7 +43,7 @@ def _run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
 
         sets = {}
         for s in op["set"]:
-            value = typed_value(F.lit(s["text"]), _col_from_json(s["spec"]),
+            value = typed_value(F.lit(s["text"]), col_from_json(s["spec"]),
                                 ctx.config.zero_dates)
             c = F.col(quote_name(s["column"]))
             sets[quote_name(s["column"])] = F.when(c.isNull(), value).otherwise(c) if s["nulls"] else value
@@ -67,7 +67,7 @@ def _forget(spark: "SparkSession", *paths: str) -> None:
     jvm = spark._jvm  # type: ignore[attr-defined]
     for path in paths:
         KNOWN.pop(path, None)
-        _DETAILS.pop(path, None)
+        DETAILS.pop(path, None)
         jvm.org.apache.spark.sql.delta.DeltaLog.invalidateCache(
             spark._jsparkSession, jvm.org.apache.hadoop.fs.Path(path))  # type: ignore[attr-defined]
 

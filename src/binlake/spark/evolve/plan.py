@@ -12,10 +12,10 @@ from ..tables import (
 )
 from ...schema.spec import TEMPORAL_TYPES, TableSpec
 from ..typing import spark_type
-from .defaults import _implicit, _zero_date, evaluate_default
-from .journal import Context, _DETAILS
-from .retype import _check_conversions, _conversion, _widens
-from .shapes import MARK_PROP, SHAPE_PROP, _col_json, shape_json
+from .defaults import _implicit, zero_date, evaluate_default
+from .journal import Context, DETAILS
+from .retype import check_conversions, _conversion, widens
+from .shapes import MARK_PROP, SHAPE_PROP, col_json, shape_json
 from .statement import analyze
 from .steps import DdlStep, Key, Seq, _labels
 
@@ -33,7 +33,7 @@ def dropped_path(target: str, schema: str, table: str, seq: Seq) -> str:
 
 
 @dataclass
-class _State:
+class State:
     """What the run knows of the Delta table at one name."""
 
     key: Key
@@ -48,10 +48,10 @@ class _State:
 
 def _props(spark: "SparkSession", path: str) -> tuple[dict[str, str], int, int]:
     """(properties, min reader version, min writer version) of a Delta table."""
-    got = _DETAILS.get(path)
+    got = DETAILS.get(path)
     if got is None:
         d = spark.sql(f"DESCRIBE DETAIL {delta_ref(path)}").first()
-        got = _DETAILS[path] = (dict(d["properties"] or {}), int(d["minReaderVersion"]),
+        got = DETAILS[path] = (dict(d["properties"] or {}), int(d["minReaderVersion"]),
                                 int(d["minWriterVersion"]))
     return dict(got[0]), got[1], got[2]
 
@@ -62,8 +62,8 @@ def _at_or_after(mark: Seq | None, step: DdlStep) -> bool:
     return mark is not None and mark >= step.mark
 
 
-def _plan_step(spark: "SparkSession", step: DdlStep, new: TableSpec | None, ctx: Context,
-               state: Callable[[Key], _State],
+def plan_step(spark: "SparkSession", step: DdlStep, new: TableSpec | None, ctx: Context,
+               state: Callable[[Key], State],
                shape: Callable[[Key], TableSpec | None]) -> list[dict[str, Any]]:
     cfg = ctx.config
     src, dst = state(step.src), state(step.key)
@@ -90,12 +90,12 @@ def _plan_step(spark: "SparkSession", step: DdlStep, new: TableSpec | None, ctx:
     return ops
 
 
-def _archive(cfg: ApplyConfig, st: _State, step: DdlStep) -> list[dict[str, Any]]:
+def _archive(cfg: ApplyConfig, st: State, step: DdlStep) -> list[dict[str, Any]]:
     return [{"op": "move", "from": st.path, "to": dropped_path(cfg.target, *st.key, step.seq)},
             {"op": "delete", "path": st.tomb}]
 
 
-def _create(cfg: ApplyConfig, dst: _State, step: DdlStep, new: TableSpec | None,
+def _create(cfg: ApplyConfig, dst: State, step: DdlStep, new: TableSpec | None,
             seq_type: Any) -> list[dict[str, Any]]:
     if new is None:
         return []
@@ -115,7 +115,7 @@ def _mark_props(step: DdlStep, new: TableSpec) -> dict[str, str]:
     return {MARK_PROP: json.dumps(list(step.mark)), SHAPE_PROP: shape_json(new)}
 
 
-def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | None,
+def _columns(spark: "SparkSession", step: DdlStep, st: State, old: TableSpec | None,
              new: TableSpec | None, ctx: Context) -> list[dict[str, Any]]:
     """The operations that take the Delta table at `st` from `old` to `new` (ALTER)."""
     cfg = ctx.config
@@ -198,7 +198,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
         retyped.add(n)
         before = old.column(origin.get(n.lower(), n)) if old is not None and \
             origin.get(n.lower(), n) in old.names else None
-        if _widens(c[1], want):
+        if widens(c[1], want):
             if not widened:
                 widened = True
                 ops.append({"op": "props", "path": st.path,
@@ -220,7 +220,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
         rewrite[c[0]] = conv
         starts[c[2]] = c[0]
     if rewrite:
-        _check_conversions(spark, st.path, {a: rewrite[b] for a, b in starts.items()}, step)
+        check_conversions(spark, st.path, {a: rewrite[b] for a, b in starts.items()}, step)
         ops.append({"op": "rewrite", "path": st.path, "columns": rewrite})
     # 4. new columns, and what the rows before the statement hold in them
     missing = [n for n in plan.cols if n.lower() not in cur]
@@ -247,15 +247,15 @@ def _columns(spark: "SparkSession", step: DdlStep, st: _State, old: TableSpec | 
                              "re-snapshot the table after the change")
                 continue
             if text is not None:
-                sets.append({"column": n, "text": text, "nulls": False, "spec": _col_json(col)})
+                sets.append({"column": n, "text": text, "nulls": False, "spec": col_json(col)})
         elif old is not None and not col.nullable and origin.get(n.lower(), n) in old.names \
                 and old.column(origin.get(n.lower(), n)).nullable:
             text, unknown = _implicit(col, _labels(step, n))
             if unknown is None and text is not None:  # MariaDB's NULL -> NOT NULL conversion
-                sets.append({"column": n, "text": text, "nulls": True, "spec": _col_json(col)})
+                sets.append({"column": n, "text": text, "nulls": True, "spec": col_json(col)})
     for s in sets:
         if s["text"] is not None and new.column(s["column"]).type in TEMPORAL_TYPES \
-                and cfg.zero_dates == "error" and _zero_date(s["text"]):
+                and cfg.zero_dates == "error" and zero_date(s["text"]):
             raise ApplyError(f"{step.where}: column {s['column']} gets the zero date "
                              f"{s['text']!r} in the existing rows and zero_dates='error'",
                              hint="choose zero_dates='null' or 'string'")

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql.types import DataType
 
 
-def _widens(have: "DataType", want: "DataType") -> bool:
+def widens(have: "DataType", want: "DataType") -> bool:
     """Delta 4 type widening: byte/short/int -> wider int, decimal, double; long -> decimal;
     float -> double; decimal -> decimal(p + k1, s + k2) with k1 >= k2 >= 0; date -> ts_ntz."""
     from pyspark.sql import types as T
@@ -81,7 +81,7 @@ def _converted(col: "Column", conv: dict[str, Any]) -> "Column":
     return col.try_cast(conv["to"])
 
 
-def _check_conversions(spark: "SparkSession", path: str, convs: dict[str, dict[str, Any]],
+def check_conversions(spark: "SparkSession", path: str, convs: dict[str, dict[str, Any]],
                        step: DdlStep) -> None:
     """Refuse (before writing) when an existing value would not convert."""
     from pyspark.sql import functions as F

@@ -14,7 +14,7 @@ MARK_PROP = "binlake.ddl.position"
 SHAPE_PROP = "binlake.ddl.shape"
 
 
-def _col_json(c: ColumnSpec) -> dict[str, Any]:
+def col_json(c: ColumnSpec) -> dict[str, Any]:
     d: dict[str, Any] = {"name": c.name, "type": c.type}
     if c.unsigned:
         d["unsigned"] = True
@@ -29,7 +29,7 @@ def _col_json(c: ColumnSpec) -> dict[str, Any]:
     return d
 
 
-def _col_from_json(c: dict[str, Any]) -> ColumnSpec:
+def col_from_json(c: dict[str, Any]) -> ColumnSpec:
     return ColumnSpec(c["name"], c["type"], bool(c.get("unsigned")), c.get("precision"),
                       c.get("scale"), int(c.get("fsp") or 0), bool(c.get("nullable", True)))
 
@@ -37,14 +37,14 @@ def _col_from_json(c: dict[str, Any]) -> ColumnSpec:
 def shape_json(spec: TableSpec) -> str:
     """A TableSpec as JSON (what `binlake.ddl.shape` holds)."""
     return json.dumps({"schema": spec.schema, "table": spec.table,
-                       "columns": [_col_json(c) for c in spec.columns],
+                       "columns": [col_json(c) for c in spec.columns],
                        "primary_key": list(spec.primary_key)},
                       ensure_ascii=False, separators=(",", ":"))
 
 
 def shape_from_json(text: str) -> TableSpec:
     d = json.loads(text)
-    return TableSpec(d["schema"], d["table"], tuple(_col_from_json(c) for c in d["columns"]),
+    return TableSpec(d["schema"], d["table"], tuple(col_from_json(c) for c in d["columns"]),
                      tuple(d.get("primary_key") or ()))
 
 
@@ -54,7 +54,7 @@ def spec_from_entry(entry: dict[str, Any]) -> TableSpec | None:
         return None
     cols = []
     for c in entry["columns"]:
-        parsed = _parse_type(entry, c)
+        parsed = parse_type(entry, c)
         kind = "json" if c.get("json") else parsed.type
         if kind in TEXT_TYPES and str(c.get("charset") or "").lower() == "binary":
             kind = {"char": "binary", "varchar": "varbinary"}.get(kind, "blob")
@@ -65,7 +65,7 @@ def spec_from_entry(entry: dict[str, Any]) -> TableSpec | None:
                      tuple(entry.get("primary_key") or ()))
 
 
-def _parse_type(entry: dict[str, Any], c: dict[str, Any]) -> sqlddl.ColumnSpec:
+def parse_type(entry: dict[str, Any], c: dict[str, Any]) -> sqlddl.ColumnSpec:
     try:
         return sqlddl.parse_column_type(c["type"], c["name"])
     except sqlddl.DdlParseError as exc:

@@ -11,7 +11,7 @@ from .shapes import spec_from_entry
 from .steps import DdlStep, Key
 
 
-def _undo_first(spec: TableSpec, steps: list[DdlStep], key: Key) -> TableSpec:
+def undo_first(spec: TableSpec, steps: list[DdlStep], key: Key) -> TableSpec:
     """`specs` may give the shape after the batch's first DDL of the table (information_schema
     read later): then undo that statement's renames and added columns for the rows before it."""
     first = next((s for s in steps if key in (s.src, s.key)), None)

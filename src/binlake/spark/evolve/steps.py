@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..tables import ROW_OPS, seq_lit
-from .shapes import _parse_type
+from .shapes import parse_type
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -24,7 +24,7 @@ def _text(mark: Seq) -> str:
 def _labels(step: "DdlStep", name: str) -> tuple[str, ...]:
     for c in step.entry.get("columns") or ():
         if c["name"].lower() == name.lower():
-            return tuple(_parse_type(step.entry, c).values or ())
+            return tuple(parse_type(step.entry, c).values or ())
     return ()
 
 
