@@ -219,11 +219,7 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
             schema, table = key
             if key in grouped or not config.wants(schema, table):
                 continue
-            spec = resolve(schema, table)
-            if spec is None:
-                raise ApplyError(f"no table shape for {schema}.{table}",
-                                 hint="give `specs` an entry for it (schema history or "
-                                      "information_schema)")
+            spec = _shape(resolve, schema, table)
             part = changes.where((F.col("schema") == schema) & (F.col("table") == table))
             row = rows[key]
             trunc = tuple(row["trunc"]) if row["trunc"] is not None else None
@@ -272,11 +268,7 @@ def apply_arrow(spark: "SparkSession", arrow: "pa.Table", batch_id: int, config:
         schema, table = s.schema, str(s.table)
         if not config.wants(schema, table):
             continue
-        spec = resolve(schema, table)
-        if spec is None:
-            raise ApplyError(f"no table shape for {schema}.{table}",
-                             hint="give `specs` an entry for it (schema history or "
-                                  "information_schema)")
+        spec = _shape(resolve, schema, table)
         rows = table_rows(arrow, schema, table)
 
         def job(session: "SparkSession", spec: TableSpec = spec, rows: "pa.Table" = rows,
@@ -379,6 +371,17 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
 
 POLICIES = {"zero_dates": ZERO_DATE_POLICIES, "drop_columns": ("drop", "keep"),
             "retype": ("rewrite", "error"), "unknown_defaults": ("error", "null")}
+
+
+def _shape(resolve: Callable[[str, str], TableSpec | None], schema: str,
+           table: str) -> TableSpec:
+    """A table's shape, or the error that names it (a batch is never applied without it)."""
+    spec = resolve(schema, table)
+    if spec is None:
+        raise ApplyError(f"no table shape for {schema}.{table}",
+                         hint="give `specs` an entry for it (schema history or "
+                              "information_schema)")
+    return spec
 
 
 def _check_config(config: ApplyConfig) -> None:
