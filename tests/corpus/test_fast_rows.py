@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import binlake.binlog.codecs.rows as rows
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent

@@ -21,7 +21,7 @@ from .constants import (
 from .codecs import control, query, rows
 from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.native import switches
+from .._speedups.native import switches
 from .header import EventHeader, parse_header, make_header
 from .table_map import TableMapEvent, decode_table_map
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
-from .columns.native import switches
+from .._speedups.native import switches
 from .constants import ChecksumAlg, EventFlag, EventType as E
 from .decoder import BinlogDecoder, RunMerge
 from .events import Event

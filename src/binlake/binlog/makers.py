@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from .columns.native import switches
+from .._speedups.native import switches
 
 
 def slot_maker(cls: type) -> Callable[..., Any]:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from ..binlog.columns.native import switches
+from .._speedups.native import switches
 from ..binlog.decoder import RunMerge
 from ..binlog.events import Event, RowsEvent
 from ..binlog.files import read_part, read_runs

@@ -291,7 +291,7 @@ _RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary
 
 def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
     """The C record builder, told ChangeRecord's slots (None without the extension)."""
-    from ..binlog.columns.native import switches
+    from .._speedups.native import switches
 
     _speedups = switches.c
     if _speedups is None or not hasattr(_speedups, "make_records"):

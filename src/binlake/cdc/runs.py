@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ..binlog.decoder import BinlogDecoder, RunMerge
 from ..binlog.events import RowsEvent
-from ..binlog.columns.native import switches
+from .._speedups.native import switches
 from ..binlog.files import opens_group, read_events, read_runs
 from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
 

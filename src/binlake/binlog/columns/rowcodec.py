@@ -19,8 +19,8 @@ from . import fixedbin, temporal
 from .charsets import codec_for
 from .decimal import decoder_for as decimal_decoder
 from .decimal import decode_decimal
-from .native import c_module as _c_module
-from .native import prepare_float_text, switches
+from ..._speedups.native import c_module as _c_module
+from ..._speedups.native import prepare_float_text, switches
 
 RowDecoder = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
 

@@ -33,16 +33,16 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any, Callable, Iterator
 
-from ...errors import DecodeError
-from ..values import ABSENT, MySQLTime
-from . import temporal
+from ..errors import DecodeError
+from ..binlog.values import ABSENT, MySQLTime
+from ..binlog.columns import temporal
 
 __all__ = ["Switches", "c_module", "function", "prepare_float_text", "switches"]
 
 
 def _load() -> Any:
     try:
-        from . import _speedups as mod
+        from . import _core as mod
     except ImportError:  # no compiler at install time: the Python twins run
         return None
     mod.configure(ABSENT, Decimal, MySQLTime, DecodeError, temporal.decode_date,

@@ -980,7 +980,7 @@ static PyMethodDef RowsScanner_methods[] = {
 
 static PyTypeObject RowsScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.RowsScanner",
+    .tp_name = "binlake._speedups._core.RowsScanner",
     .tp_basicsize = sizeof(RowsScanner),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens"

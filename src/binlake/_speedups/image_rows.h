@@ -184,7 +184,7 @@ static PyMappingMethods ImageRows_as_mapping = {
 
 static PyTypeObject ImageRowsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageRows",
+    .tp_name = "binlake._speedups._core.ImageRows",
     .tp_basicsize = sizeof(ImageRows),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A rows event's JSON images, packed; reads as the list of rows (bytes per image, "

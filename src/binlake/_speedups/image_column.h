@@ -45,7 +45,7 @@ static PySequenceMethods ImageData_as_sequence = {.sq_length = (lenfunc)ImageDat
 
 static PyTypeObject ImageDataType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageData",
+    .tp_name = "binlake._speedups._core.ImageData",
     .tp_basicsize = sizeof(ImageData),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The data of a finished ImageColumn (read-only buffer); its memory is reused "
@@ -314,7 +314,7 @@ static PySequenceMethods ImageColumn_as_sequence = {.sq_length = (lenfunc)ImageC
 
 static PyTypeObject ImageColumnType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageColumn",
+    .tp_name = "binlake._speedups._core.ImageColumn",
     .tp_basicsize = sizeof(ImageColumn),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An Arrow string column of row images (UTF-8 JSON), written row by row or a "

@@ -359,7 +359,7 @@ static PySequenceMethods CdcSegments_as_sequence = {.sq_length = (lenfunc)CdcSeg
 
 static PyTypeObject CdcSegmentsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.CdcSegments",
+    .tp_name = "binlake._speedups._core.CdcSegments",
     .tp_basicsize = sizeof(CdcSegments),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "CdcSegments(fidx, file_index): a CDC batch's per-event fields, run ends and "

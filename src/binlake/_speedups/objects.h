@@ -151,7 +151,7 @@ static void SlotMaker_dealloc(SlotMaker *self) {
 
 static PyTypeObject SlotMakerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.SlotMaker",
+    .tp_name = "binlake._speedups._core.SlotMaker",
     .tp_basicsize = sizeof(SlotMaker),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "SlotMaker(cls, names)(*values) -> cls instance with its slots set, no __init__.",

@@ -363,7 +363,7 @@ static PyMethodDef RowDecoder_methods[] = {
 
 static PyTypeObject RowDecoderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.RowDecoder",
+    .tp_name = "binlake._speedups._core.RowDecoder",
     .tp_basicsize = sizeof(RowDecoder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A compiled row-image decoder for one table shape: decoder(buf, pos) -> (row, pos).",

@@ -42,17 +42,17 @@
 #error "binlake._speedups assumes a little-endian host (the pure-Python decoder is used otherwise)"
 #endif
 
-#include "speedups/common.h"
-#include "speedups/utf8.h"
-#include "speedups/values.h"
-#include "speedups/json_text.h"
-#include "speedups/float_text.h"
-#include "speedups/json_rows.h"
-#include "speedups/row_decoder.h"
-#include "speedups/update_pairs.h"
-#include "speedups/image_rows.h"
-#include "speedups/image_column.h"
-#include "speedups/cdc_segments.h"
+#include "common.h"
+#include "utf8.h"
+#include "values.h"
+#include "json_text.h"
+#include "float_text.h"
+#include "json_rows.h"
+#include "row_decoder.h"
+#include "update_pairs.h"
+#include "image_rows.h"
+#include "image_column.h"
+#include "cdc_segments.h"
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
@@ -70,10 +70,10 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-#include "speedups/objects.h"
-#include "speedups/jsonl_lines.h"
-#include "speedups/crc.h"
-#include "speedups/event_rows.h"
+#include "objects.h"
+#include "jsonl_lines.h"
+#include "crc.h"
+#include "event_rows.h"
 
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
@@ -115,11 +115,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_speedups", "binlake's C row-image decoder (see rowcodec.py).", -1,
+    PyModuleDef_HEAD_INIT, "_core", "binlake's C row-image decoder (see rowcodec.py).", -1,
     module_methods
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) {
+PyMODINIT_FUNC PyInit__core(void) {
     PyDateTime_IMPORT;
     utf8_simd_init();
     crc32_init();
