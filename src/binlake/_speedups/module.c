@@ -43,6 +43,7 @@
 #endif
 
 #include "common.h"
+#include "text.h"
 #include "utf8.h"
 #include "values.h"
 #include "json_text.h"
