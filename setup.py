@@ -7,7 +7,7 @@ setup(
     ext_modules=[
         Extension(
             "binlake._speedups._core",
-            # module.c (which includes the *.h parts) and the units of their own
+            # module.c and the units by concern (their headers: see module.c)
             sorted(glob.glob("src/binlake/_speedups/*.c")),
             depends=sorted(glob.glob("src/binlake/_speedups/*.h")),
             # only PyInit__core is exported; the units' shared functions stay inside

@@ -114,7 +114,7 @@ def prepare_float_text() -> None:
 
 
 def _set_pow10() -> None:
-    """Hand the C writer its 126-bit powers of ten (put_repr in _speedups.c): for k in
+    """Hand the C writer its 126-bit powers of ten (put_repr in float_text.c): for k in
     [-292, 324], g = floor(10^k * 2^(125 - floor(log2 10^k))) + 1, as (g >> 63, g & (2^63 - 1)),
     computed exactly with Python integers. Without them the C writer formats floats with dtoa."""
     set_pow10 = getattr(c_module, "set_pow10", None)

@@ -1,9 +1,11 @@
 /* Row bytes -> CDC JSON text per value and per row (the Arrow/Spark path).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_JSON_ROWS_H
-#define BINLAKE_SPEEDUPS_JSON_ROWS_H
+ * A compilation unit; rows.h declares what it gives the others. */
+#include "common.h"
+#include <math.h>
+#include "text.h"
+#include "utf8.h"
+#include "rows.h"
 
 /* A value's JSON text from the column's Python formatter (fallback paths). */
 static int put_fmt(Buf *o, const ColOp *op, PyObject *value) {
@@ -280,11 +282,11 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
 
 /* One row image at *pp appended to `o` as JSON object text; advances *pp. On error `o`
    may hold part of the image: callers drop it (encode_row resets, json_rows frees). For an
-   update's images (update_pairs.h), with `spans`: a before image (`from` NULL) notes where
+   update's images (update_pairs.c), with `spans`: a before image (`from` NULL) notes where
    each value lay and where its text went in `o`; an after image copies the text, from the
    before image's buffer `from`, of each value whose bytes are the same. */
-static int write_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                           Py_ssize_t n, Py_ssize_t *pp, Buf *o, Span *spans, const char *from) {
+int write_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                    Py_ssize_t n, Py_ssize_t *pp, Buf *o, Span *spans, const char *from) {
     Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, w;
     NEEDI(nb);
     const unsigned char *nulls = b + p;
@@ -326,8 +328,8 @@ static int write_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
 }
 
 /* One row image at *pp -> the JSON object text as bytes; advances *pp. */
-static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                            Py_ssize_t n, Py_ssize_t *pp) {
+PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                     Py_ssize_t n, Py_ssize_t *pp) {
     Buf *o = &self->out;
     o->len = 0;
     if (write_row(self, bufobj, b, n, pp, o) < 0) return NULL;
@@ -340,7 +342,7 @@ static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned c
     return img;
 }
 
-static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
+PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
     PyObject *bufobj;
     Py_ssize_t p;
     Py_buffer view;
@@ -354,4 +356,3 @@ static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
     return Py_BuildValue("(Nn)", img, p);
 }
 
-#endif  /* BINLAKE_SPEEDUPS_JSON_ROWS_H */

@@ -1,14 +1,21 @@
-/* JSON text buffers: strict UTF-8 checking, escaping, base64, integers.
+/* JSON text: Buf's growth, JSON string escaping of text known to be UTF-8, base64.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_JSON_TEXT_H
-#define BINLAKE_SPEEDUPS_JSON_TEXT_H
+ * A compilation unit; text.h declares what it gives the others. */
+#include "common.h"
+#include "text.h"
 
-/* ---- JSON images: row bytes -> the CDC JSON text of arrow.py, without Python values ---- */
+int buf_grow(Buf *o, Py_ssize_t extra) {
+    Py_ssize_t cap = o->cap ? o->cap : 256;
+    while (cap < o->len + extra) cap *= 2;
+    char *np = PyMem_Realloc(o->p, cap);
+    if (np == NULL) { PyErr_NoMemory(); return -1; }
+    o->p = np;
+    o->cap = cap;
+    return 0;
+}
 
 /* JSON string body of UTF-8 bytes, escaped as json.encoder.encode_basestring does. */
-static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
+int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     if (buf_reserve(o, n + 2) < 0) return -1;
     Py_ssize_t i = 0;
     while (i < n) {
@@ -35,7 +42,7 @@ static int put_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-static int put_base64(Buf *o, const unsigned char *s, Py_ssize_t n) {
+int put_base64(Buf *o, const unsigned char *s, Py_ssize_t n) {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (buf_reserve(o, (n + 2) / 3 * 4 + 2) < 0) return -1;
     char *d = o->p + o->len;
@@ -56,19 +63,3 @@ static int put_base64(Buf *o, const unsigned char *s, Py_ssize_t n) {
     o->len = d - o->p;
     return 0;
 }
-
-static int put_uint(Buf *o, uint64_t v) {
-    char t[24];
-    int k = 24;
-    do { t[--k] = (char)('0' + v % 10); v /= 10; } while (v);
-    return put(o, t + k, 24 - k);
-}
-
-static int put_int(Buf *o, int64_t v) {
-    if (v >= 0) return put_uint(o, (uint64_t)v);
-    if (putch(o, '-') < 0) return -1;
-    return put_uint(o, (uint64_t)0 - (uint64_t)v);
-}
-
-
-#endif  /* BINLAKE_SPEEDUPS_JSON_TEXT_H */
