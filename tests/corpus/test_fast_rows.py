@@ -688,8 +688,8 @@ def _records_of_packets(path: Path, merge: bool, table_filter: object = None
             tracker.observe(ev)
 
     while pos < len(buf):
-        dec.skip_filtered = not tracker.xa.holding  # (an XA PREPARE's rows are held)
-        run = dec.scan_packets(buf, pos, len(buf), seq, group=True)
+        # (an XA PREPARE's rows are held)
+        run = dec.scan_packets(buf, pos, len(buf), seq, group=True, skip=not tracker.xa.holding)
         if run is not None:
             if merge:
                 run.records, run.gtid, run.merge = key, tracker.gtid, not tracker.xa.holding

@@ -23,6 +23,7 @@ from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionP
                      UnknownEvent, XidEvent)
 from .._speedups.native import switches
 from .header import EventHeader, parse_header, make_header
+from .left_out import LeftOut
 from .table_map import TableMapEvent, decode_table_map
 
 try:  # ISA-L's CRC32 (carry-less multiply): faster than zlib's, the same checksum
@@ -50,7 +51,7 @@ _FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 class PacketRun(Protocol):
     """The C iterator of `BinlogDecoder.scan_packets`: where it stands in the receive buffer
     (after the last event it handed out or passed over) and the sequence id of the next
-    packet; the decoder's events and rows passed over so far (`skip_filtered`), and whether
+    packet; the decoder's events and rows passed over so far (`LeftOut.skip`), and whether
     the events still to come are passed over (`skip`, which a group run's caller sets)."""
 
     pos: int
@@ -124,6 +125,7 @@ class BinlogDecoder:
         table_resolver: TableResolver | None = None,
         table_filter: Callable[[str, str], bool] | None = None,
         json_images: bool | str = False,
+        left_out: LeftOut | None = None,
         count_filtered: bool = False,
         skip_filtered: bool = False,
     ) -> None:
@@ -142,17 +144,12 @@ class BinlogDecoder:
         self.keys = keys
         self.allow_unknown = allow_unknown
         self.table_filter = table_filter
-        self.count_filtered = count_filtered
-        """Rows events of filtered tables carry their row count (`filtered_rows`), walked in C
-        without decoding values."""
-        self.skip_filtered = skip_filtered
-        """Rows events of filtered tables are checked (checksum, table) and passed over by
-        the C scans (files, and scan_packets' runs), not handed out: counted in
-        `events_skipped`, their rows in `rows_skipped` (count_filtered); without the C
-        extension they come as usual. For a consumer that needs nothing of them: one that
-        numbers the rows of an open XA transaction turns it off while one is open (it may
-        be changed between events). Why: a filter that keeps one table of a busy server
-        leaves most events out, and handing each over cost more than checking it."""
+        self.left_out = (left_out if left_out is not None
+                         else LeftOut(count=count_filtered, skip=skip_filtered))
+        """What is done with the left-out tables' rows events (see LeftOut); count_filtered
+        and skip_filtered are the shorthand for a fixed one. Set by the decoder's owner: its
+        maker, or a driver that takes the decoder to read with (cdc/runs.py's RecordRuns,
+        cdc/arrow.py's file_batches) before it reads."""
         self.fde: FormatDescriptionEvent | None = None
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
@@ -270,10 +267,11 @@ class BinlogDecoder:
                     and self.checksum_alg in _FAST_CHECKSUMS):
                 # A run of common rows events lying whole in the chunk, in C: stops at the
                 # first event it does not take, which the loop below decodes.
+                left_out = self.left_out
                 run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
-                                   self.table_filter, self.count_filtered, self.json_images,
-                                   self.skip_filtered, self.verified_until, self._tm_cache)
+                                   self.table_filter, left_out.count, self.json_images,
+                                   left_out.skip, self.verified_until, self._tm_cache)
                 if merge is not None:
                     if merge.records is not None:
                         run.records = merge.records
@@ -344,13 +342,23 @@ class BinlogDecoder:
                                  file=self.file, offset=offset)
 
     @property
+    def count_filtered(self) -> bool:
+        """left_out.count (read only: the owner hands the decoder a LeftOut)."""
+        return self.left_out.count
+
+    @property
+    def skip_filtered(self) -> bool:
+        """left_out.skip (read only, as count_filtered)."""
+        return self.left_out.skip
+
+    @property
     def events_skipped(self) -> int:
-        """Rows events of filtered tables passed over so far (`skip_filtered`)."""
+        """Rows events of filtered tables passed over so far (`left_out.skip`)."""
         return 0 if self._scanner is None else self._scanner.skipped
 
     @property
     def rows_skipped(self) -> int:
-        """The rows of those events (counted with `count_filtered`, else 0)."""
+        """The rows of those events (counted with `left_out.count`, else 0)."""
         return 0 if self._scanner is None else self._scanner.skipped_rows
 
     @property
@@ -360,7 +368,7 @@ class BinlogDecoder:
 
     # -- stream mode -----------------------------------------------------------------------
     def scan_packets(self, buf: bytearray, start: int, end: int, seq: int, *,
-                     group: bool = False) -> PacketRun | None:
+                     group: bool = False, skip: bool | None = None) -> PacketRun | None:
         """The common rows events of a replica's received event packets in buf[start:end]
         (sequence ids from `seq` on), framed, checked and decoded by one C iterator that
         stops at the first packet it does not take; its `pos` and `seq` say where the stream
@@ -369,14 +377,16 @@ class BinlogDecoder:
 
         group: the XID and MariaDB GTID events, and the TABLE_MAPs parsed before (as
         decode_event takes them), come in the run too. Its `skip` then says, event by event,
-        whether left-out tables' rows are passed over (skip_filtered when it starts): the
-        caller sets it as those events open and close transactions."""
+        whether left-out tables' rows are passed over (`skip` when it starts, else the
+        decoder's left_out.skip): the caller sets it as those events open and close
+        transactions."""
         scanner = self._scanner
         if scanner is None or self._decryptor is not None or self.checksum_alg not in _FAST_CHECKSUMS:
             return None
+        left_out = self.left_out
         args = (buf, start, end, seq, self.file, self.checksum_alg == ChecksumAlg.CRC32,
-                self.verify_checksums, self.table_filter, self.count_filtered, self.json_images,
-                self.skip_filtered)
+                self.verify_checksums, self.table_filter, left_out.count, self.json_images,
+                left_out.skip if skip is None else skip)
         return scanner.scan_packets(*args, self._tm_cache) if group else scanner.scan_packets(*args)
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
@@ -388,7 +398,7 @@ class BinlogDecoder:
             # nothing of it is kept) in one C call; None: anything else, decoded below.
             ev = self._scanner.one(raw, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                                    self.verify_checksums, self.table_filter,
-                                   self.count_filtered, self.json_images, self._tm_cache)
+                                   self.left_out.count, self.json_images, self._tm_cache)
             if ev is not None:
                 self.events_decoded += 1
                 return [ev]
@@ -484,7 +494,7 @@ class BinlogDecoder:
             end = offset + size
         ev = rows.fast_rows(code, raw, header, self.file, offset, end, phl, self.tables,
                             HEADER_LEN, size - tail, self.table_filter,
-                            self.count_filtered, self.json_images)
+                            self.left_out.count, self.json_images)
         if ev is not None:
             self.events_decoded += 1
         return ev
@@ -662,7 +672,7 @@ class BinlogDecoder:
         if self.table_filter is not None and not self.table_filter(table.schema, table.table):
             # The user asked for other tables only: keep the event, skip decoding its rows
             # (or only count them, for a replica's resume point).
-            if self.count_filtered:
+            if self.left_out.count:
                 return rows.decode_rows(code, body, base, phl, table, header=head, start=start,
                                         end=end, count_only=True)
             return rows.rows_event(base, rows.KIND[code], table_id, head[1], table, [], head[2],

@@ -32,7 +32,7 @@ from ..binlog.events import Event, RowsEvent
 from ..binlog.files import read_part, read_runs
 from ..binlog.table_map import TableMapEvent
 from .jsontext import dumps, json_string, value_expr
-from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
+from .changes import ChangeRecord, ChangeTracker, XaLeftOut
 from ..binlog.values import ABSENT
 
 SEQ_TYPE = pa.struct([
@@ -471,8 +471,9 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
     made with `json_images=True` the images are already JSON, so there is no Python work per
     row at all (C-level list extends only). `decoder`: the one `events` come from (one
-    file, `tables` its filter), told when the left-out tables' rows events may be passed
-    over unseen (`changes.left_out_rows_needed`). A reader of a file: `file_batches`.
+    file, `tables` its filter), whose left-out tables' rows events this driver lets it pass
+    over unseen where nothing needs them (its `left_out`: `changes.XaLeftOut`). A reader of
+    a file: `file_batches`.
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.cdc.xa)
     return _batches(events, tracker, CdcBatchBuilder(), tables, decoder, batch_size,
@@ -518,8 +519,8 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
     xa = tracker.xa
     # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
     check = tables is not None and getattr(decoder, "table_filter", None) is not tables
-    if decoder is not None:
-        left_out_rows_needed(decoder, tracker)
+    if decoder is not None:  # (the driver owns its decoder's left-out rows)
+        decoder.left_out = XaLeftOut(tracker)
     for ev in events:
         if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch
             if len(segs) >= batch_size or segs.nbytes >= max_bytes:
@@ -549,8 +550,6 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
                 if rec.table_map is None and not statements:
                     continue
                 builder.add(rec)
-            if decoder is not None:
-                left_out_rows_needed(decoder, tracker)
         if len(segs) >= batch_size or segs.nbytes >= max_bytes:
             yield builder.flush()
     if len(segs):
