@@ -42,7 +42,7 @@ __all__ = ["Switches", "c_module", "function", "prepare_float_text", "switches"]
 
 def _load() -> Any:
     try:
-        from . import _core as mod
+        from . import _core as mod  # type: ignore[attr-defined]  # (C, maybe not built)
     except ImportError:  # no compiler at install time: the Python twins run
         return None
     mod.configure(ABSENT, Decimal, MySQLTime, DecodeError, temporal.decode_date,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 from functools import cache
-from typing import Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from .._util.recent import make_room
 from .._util.versions import version_tuple
@@ -19,12 +19,15 @@ from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
 )
 from .codecs import control, query, rows
-from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
+from .events import (Event, EventBase, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
 from .._speedups.native import switches
 from .header import EventHeader, parse_header, make_header
 from .left_out import LeftOut
 from .table_map import TableMapEvent, decode_table_map
+
+if TYPE_CHECKING:
+    from .encryption import BinlogDecryptor
 
 try:  # ISA-L's CRC32 (carry-less multiply): faster than zlib's, the same checksum
     from isal.isal_zlib import crc32 as _crc32
@@ -160,7 +163,7 @@ class BinlogDecoder:
         """The same maps by their body after the table id: a table the server numbered
         anew (its table cache evicted it, FLUSH TABLES) is the same parse and decoders."""
         self._rows_phl: dict[int, int] = {}  # rows event type -> post-header length (per FDE)
-        self._decryptor = None
+        self._decryptor: BinlogDecryptor | None = None
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
         # twin: whatever it does not take goes the Python way below).
         c = switches.c
@@ -170,10 +173,10 @@ class BinlogDecoder:
         self.table_resolver = table_resolver  # (the scanner's too)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
-        self._buf = b""
+        self._buf: bytes | bytearray | memoryview = b""
         self._buf_start = 0  # file offset of _buf[0]
         self._read = 0  # bytes of _buf already consumed
-        self._carry: list[bytes] = []  # unconsumed bytes just before _buf[0]
+        self._carry: list[bytes | bytearray | memoryview] = []  # unconsumed bytes just before _buf[0]
         self._carry_len = 0
         self._borrowed = False  # _buf is the caller's memory, reused after the next feed
         self._magic_checked = False
@@ -208,7 +211,7 @@ class BinlogDecoder:
         self._carry.clear()
         self._carry_len = 0
 
-    def _front(self, n: int) -> bytes | memoryview:
+    def _front(self, n: int) -> bytes | bytearray | memoryview:
         """The next n unconsumed bytes (the caller checked they exist): a slice of the chunk,
         or one bytes object joined from the carried pieces."""
         if not self._carry:
@@ -236,8 +239,10 @@ class BinlogDecoder:
 
     def _event_size(self) -> int:
         if self._carry:
-            return _U32.unpack_from(self._front(13), 9)[0]
-        return _U32.unpack_from(self._buf, self._read + 9)[0]
+            size: int = _U32.unpack_from(self._front(13), 9)[0]
+        else:
+            size = _U32.unpack_from(self._buf, self._read + 9)[0]
+        return size
 
     def events(self) -> Iterator[Event]:
         """Yield every complete event fed so far; keeps a partial tail for the next feed."""
@@ -387,7 +392,9 @@ class BinlogDecoder:
         args = (buf, start, end, seq, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                 self.verify_checksums, self.table_filter, left_out.count, self.json_images,
                 left_out.skip if skip is None else skip)
-        return scanner.scan_packets(*args, self._tm_cache) if group else scanner.scan_packets(*args)
+        run: PacketRun | None = (scanner.scan_packets(*args, self._tm_cache) if group
+                                 else scanner.scan_packets(*args))
+        return run
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself
@@ -452,7 +459,7 @@ class BinlogDecoder:
         if code == E.FORMAT_DESCRIPTION:
             return [self._decode_fde(raw, header, offset, end)]
         body_end = self._verify_checksum(raw, tname, offset)
-        base = {"header": header, "file": self.file, "offset": offset, "end": end}
+        base: EventBase = {"header": header, "file": self.file, "offset": offset, "end": end}
         try:
             if code in ROWS_EVENT_TYPES and code not in _MARIADB_COMPRESSED:
                 # The hot path: rows codecs read the event in place (a body copy would double
@@ -471,7 +478,7 @@ class BinlogDecoder:
             raise DecodeError(f"malformed event body ({type(exc).__name__}: {exc})",
                               event_type=tname, hint="the event is malformed or corrupt") from None
 
-    def _fast_rows(self, raw: bytes, header: EventHeader, offset: int | None) -> Event | None:
+    def _fast_rows(self, raw: bytes | bytearray | memoryview, header: EventHeader, offset: int | None) -> Event | None:
         """A common rows event in one step (rows.fast_rows), checksum first; None: the
         general path decodes it (and raises what is wrong)."""
         size = len(raw)
@@ -499,7 +506,7 @@ class BinlogDecoder:
             self.events_decoded += 1
         return ev
 
-    def _decode_compressed(self, code: int, raw: bytes, base: dict, offset: int) -> list[Event]:
+    def _decode_compressed(self, code: int, raw: bytes, base: EventBase, offset: int) -> list[Event]:
         """MariaDB compressed QUERY/rows events: the CRC (verified) covers the compressed
         bytes; decode the plain twin, keeping the on-disk header."""
         from .compression import uncompress_mariadb_event
@@ -587,7 +594,7 @@ class BinlogDecoder:
             make_room(tables)
         tables[tm.table_id] = tm
 
-    def _table_map(self, body: bytes, base: dict, post_header_len: int) -> TableMapEvent:
+    def _table_map(self, body: bytes, base: EventBase, post_header_len: int) -> TableMapEvent:
         """A TABLE_MAP whose bytes were not met before: parsed, or, when only its table id
         is new, the earlier map of the same bytes renumbered (sharing its parse and compiled
         decoders). Why: a server with more tables than its table cache numbers a table anew
@@ -605,7 +612,7 @@ class BinlogDecoder:
         self._tm_shapes[shape] = tm
         return tm
 
-    def _dispatch(self, code: int, body: bytes, base: dict, offset: int) -> list[Event]:
+    def _dispatch(self, code: int, body: bytes, base: EventBase, offset: int) -> list[Event]:
         if code in ROWS_EVENT_TYPES:  # MariaDB compressed rows, after uncompressing
             return [self._decode_rows(code, body, base, 0, len(body))]
         if code == E.TABLE_MAP:
@@ -637,17 +644,17 @@ class BinlogDecoder:
             ev.status_vars["load_file_id"] = int.from_bytes(body[13:17], "little")
             return [ev]
         if code == E.ROTATE:
-            ev = control.decode_rotate(body, base, self._post_header_len(code, 8))
-            if not self._file_mode and (ev.header.flags & EventFlag.ARTIFICIAL
-                                        or ev.header.log_pos == 0):
+            rotate = control.decode_rotate(body, base, self._post_header_len(code, 8))
+            if not self._file_mode and (rotate.header.flags & EventFlag.ARTIFICIAL
+                                        or rotate.header.log_pos == 0):
                 # A replication stream starts (or switches files) with an artificial ROTATE.
-                self.file = ev.next_file
-                ev.file = ev.next_file
-            return [ev]
+                self.file = rotate.next_file
+                rotate.file = rotate.next_file
+            return [rotate]
         if code == E.MARIADB_START_ENCRYPTION:
-            ev = control.decode_start_encryption(body, base)
+            started = control.decode_start_encryption(body, base)
             self._start_encryption(body)
-            return [ev]
+            return [started]
         if code == E.TRANSACTION_PAYLOAD:
             return self._decode_payload(body, base)
         if code in _OPAQUE_TYPES:
@@ -658,7 +665,7 @@ class BinlogDecoder:
             return [UnknownEvent(**base, body=bytes(body))]
         raise UnknownEventError(f"unknown event type {code}", event_type=E.name_of(code))
 
-    def _decode_rows(self, code: int, body: bytes, base: dict, start: int, end: int) -> Event:
+    def _decode_rows(self, code: int, body: bytes, base: EventBase, start: int, end: int) -> Event:
         """Rows of body[start:end]."""
         phl = self._post_header_len(code, 10 if code in (E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2,
                                                        E.DELETE_ROWS_V2, E.PARTIAL_UPDATE_ROWS) else 8)
@@ -680,7 +687,7 @@ class BinlogDecoder:
         return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images,
                                 header=head, start=start, end=end)
 
-    def _decode_payload(self, body: bytes, base: dict) -> list[Event]:
+    def _decode_payload(self, body: bytes, base: EventBase) -> list[Event]:
         from .compression import iter_transaction_events, parse_transaction_payload
 
         tp = parse_transaction_payload(body)
@@ -711,7 +718,7 @@ class BinlogDecoder:
         self._decryptor = BinlogDecryptor(body, self.keys)
 
 
-_SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
+_SIMPLE: dict[int, Callable[[Any, EventBase], Event]] = {
     E.STOP: control.decode_stop,
     E.XID: control.decode_xid,
     E.INTVAR: control.decode_intvar,

@@ -88,7 +88,7 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
     per column with the column's own serializer, so a row costs a few string operations per
     value and one join.
     """
-    cached = tm.row_decoders.get("spark-json")
+    cached: Callable[[Any], str] | None = tm.row_decoders.get("spark-json")
     if cached is not None:
         return cached
     ns: dict[str, Any] = {"ABSENT": ABSENT, "json_string": json_string, "_date": dt.date, "_dict": dict}
@@ -105,7 +105,7 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
                   "    elif v is not ABSENT:", f"        add(k{i} + ({expr}))"]
     lines.append("    return '{' + ','.join(parts) + '}'")
     exec(compile("\n".join(lines), f"<binlake json encoder {tm.qualified_name}>", "exec"), ns)
-    encode = ns["encode"]
+    encode: Callable[[Any], str] = ns["encode"]
     tm.row_decoders["spark-json"] = encode
     return encode
 
@@ -140,7 +140,8 @@ class CdcBatchBuilder:
     @property
     def image_bytes(self) -> int:
         """Size of the images held (to bound a batch by memory, not only by rows)."""
-        return self._segs.nbytes
+        nbytes: int = self._segs.nbytes
+        return nbytes
 
     def _file_index(self, file: str | None) -> int:
         fidx = self._fidx.get(file)
@@ -212,7 +213,7 @@ class CdcBatchBuilder:
     def _add_rows_python(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                          stop: int | None = None) -> None:
         """add_rows for what CdcSegments.event does not take."""
-        rows = ev.rows
+        rows: Any = ev.rows  # (packed ImageRows, or a list)
         total = len(rows)
         stop = total if stop is None or stop > total else stop
         n = stop - start
@@ -398,7 +399,7 @@ class _PySegments:
     def record(self, *_: Any) -> bool:
         return False
 
-    def finish(self) -> tuple[list[tuple[Any, ...]], array, array]:
+    def finish(self) -> tuple[list[tuple[Any, ...]], array[int], array[int]]:
         out = self.segs, self.ends, self.rows
         self._start()
         return out
@@ -529,7 +530,7 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
         if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
             if ev.filtered:
                 continue
-            if check:
+            if check and tables is not None:
                 tm = ev.table
                 if not tables(tm.schema, tm.table):
                     continue
