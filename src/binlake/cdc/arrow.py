@@ -520,7 +520,7 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
     xa = tracker.xa
     # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
     check = tables is not None and getattr(decoder, "table_filter", None) is not tables
-    if decoder is not None:  # (the driver owns its decoder's left-out rows)
+    if decoder is not None and decoder.table_filter is not None:  # (the driver owns them)
         decoder.left_out = XaLeftOut(tracker)
     for ev in events:
         if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch

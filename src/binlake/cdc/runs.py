@@ -36,7 +36,8 @@ class RecordRuns:
         self.decoder = decoder
         self.tracker = tracker
         self.pass_over = pass_over
-        decoder.left_out = XaLeftOut(tracker, pass_over=pass_over)
+        if decoder.table_filter is not None:  # (else nothing is left out)
+            decoder.left_out = XaLeftOut(tracker, pass_over=pass_over)
         xa = tracker.xa
         self._merge = RunMerge(lambda: (tracker.gtid, not xa.holding),
                                records=("records", tracker.table_filter))

@@ -139,8 +139,8 @@ class _FileDecoder:
         tracker.gtid = None
         if gfilter is not None:
             gfilter.current = None
-        dec = BinlogDecoder(file=Path(path).name, left_out=XaLeftOut(tracker, pass_over=skip),
-                            **self.options)
+        left_out = XaLeftOut(tracker, pass_over=skip) if self.tables is not None else None
+        dec = BinlogDecoder(file=Path(path).name, left_out=left_out, **self.options)
         if spec.output != "null" and spec.what == "changes":
             out = LinesOut(out)  # (flushed below: lines written stay written on an error)
         reached = None
