@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.errors import BinlakeError

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import binlake.binlog.codecs.rows as rows
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.decoder import BinlogDecoder
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.table_map import TableMapEvent
@@ -688,8 +688,8 @@ def _records_of_packets(path: Path, merge: bool, table_filter: object = None
             tracker.observe(ev)
 
     while pos < len(buf):
-        dec.skip_filtered = not tracker.xa.holding  # (an XA PREPARE's rows are held)
-        run = dec.scan_packets(buf, pos, len(buf), seq, group=True)
+        # (an XA PREPARE's rows are held)
+        run = dec.scan_packets(buf, pos, len(buf), seq, group=True, skip=not tracker.xa.holding)
         if run is not None:
             if merge:
                 run.records, run.gtid, run.merge = key, tracker.gtid, not tracker.xa.holding

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import binlake.cdc.changes as changes
-from binlake.binlog.columns.native import c_module as _c_module
+from binlake._speedups.native import c_module as _c_module
 from binlake.cdc.changes import ChangeRecord, ChangeTracker
 from binlake.errors import DecodeError
 from binlake.binlog.files import read_events

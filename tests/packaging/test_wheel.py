@@ -29,7 +29,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_carries_the_extension_and_the_type_marker(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    assert any(n.startswith("binlake/binlog/columns/_speedups") and n.endswith(".so") for n in names)
+    assert any(n.startswith("binlake/_speedups/_core") and n.endswith(".so") for n in names)
     assert "binlake/py.typed" in names
     assert not any(n.startswith("tests/") for n in names)
 
@@ -44,7 +44,7 @@ def test_binlake_decode_runs_from_the_installed_wheel(wheel: Path, tmp_path: Pat
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
                     "--ignore-installed", "-q", str(wheel)], check=True, capture_output=True,
                    env=clean)
-    where = subprocess.run([str(py), "-c", "import binlake, binlake.binlog.columns._speedups as s;"
+    where = subprocess.run([str(py), "-c", "import binlake, binlake._speedups._core as s;"
                             "print(binlake.__file__); print(s.__file__)"],
                            check=True, capture_output=True, text=True, cwd=tmp_path, env=clean)
     assert all(str(env_dir) in line for line in where.stdout.split()), where.stdout

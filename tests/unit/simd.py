@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-speedups = pytest.importorskip("binlake.binlog.columns._speedups")
+speedups = pytest.importorskip("binlake._speedups._core")
 
 
 def levels() -> list[str]:

@@ -11,7 +11,7 @@ from binlake.cdc.changes import iter_changes
 from binlake.binlog.files import read_events
 from binlake.cdc import arrow
 from binlake.cdc.arrow import CDC_SCHEMA, CdcBatchBuilder, events_to_batches, iter_cdc_batches
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 
 # The C parts of the Arrow path (None: not built, or BINLAKE_PURE_PYTHON=1)
 _ImageRows = getattr(switches.c, "ImageRows", None)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from binlake.binlog import files
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from test_files_mapped import _read  # (every event as a tuple, and the error that stopped it)
 
 _speedups = switches.c  # (None: not built, or BINLAKE_PURE_PYTHON=1)

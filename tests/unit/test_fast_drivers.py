@@ -1,4 +1,4 @@
-"""The switchboard (binlog/columns/native.py) and the fast drivers that own their decoder
+"""The switchboard (_speedups/native.py) and the fast drivers that own their decoder
 mode: RecordRuns gives the records of the event-by-event way, with its C runs and
 without; a decoder's events() hands out events only."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.decoder import BinlogDecoder, RunMerge
 from binlake.binlog.events import Event
 from binlake.binlog.files import read_events, read_runs

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from binlake.binlog import files
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.errors import DecodeError
 
 FDE_FLAGS = 4 + 17  # the FORMAT_DESCRIPTION's header flags, after the magic

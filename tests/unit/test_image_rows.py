@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from binlake.binlog.codecs import rows as rows_codec
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.events import RowsEvent
 from binlake.binlog.files import read_events
 

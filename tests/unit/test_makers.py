@@ -7,7 +7,7 @@ import pytest
 
 from binlake.binlog import events as ev_mod
 from binlake.binlog.header import EventHeader, parse_header
-from binlake.binlog.columns.native import switches
+from binlake._speedups.native import switches
 from binlake.binlog.makers import slot_maker
 
 _speedups = switches.c  # (None: not built, or BINLAKE_PURE_PYTHON=1)

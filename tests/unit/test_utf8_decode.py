@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-speedups = pytest.importorskip("binlake.binlog.columns._speedups")
+speedups = pytest.importorskip("binlake._speedups._core")
 
 from simd import levels, simd_level  # noqa: E402,F401  (tests/unit is on sys.path)
 
@@ -108,7 +108,7 @@ def test_simd_path_is_on_where_the_cpu_has_it() -> None:
     # what a fresh load chooses, BINLAKE_SIMD applied (this process's level is the fixture's)
     setting = os.environ.get("BINLAKE_SIMD")
     expected = "off" if setting == "0" else "avx2" if setting == "avx2" and best == "avx512" else best
-    code = "from binlake.binlog.columns.native import c_module as s; print(s.utf8_simd())"
+    code = "from binlake._speedups.native import c_module as s; print(s.utf8_simd())"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert got.stdout.strip() == expected
 

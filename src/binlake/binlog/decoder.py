@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 from functools import cache
-from typing import Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from .._util.recent import make_room
 from .._util.versions import version_tuple
@@ -19,11 +19,15 @@ from .constants import (
     BINLOG_MAGIC, CHECKSUM_LEN, HEADER_LEN, ROWS_EVENT_TYPES, ChecksumAlg, EventFlag, EventType as E,
 )
 from .codecs import control, query, rows
-from .events import (Event, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
+from .events import (Event, EventBase, FormatDescriptionEvent, MariaGtidEvent, TransactionPayloadEvent,
                      UnknownEvent, XidEvent)
-from .columns.native import switches
+from .._speedups.native import switches
 from .header import EventHeader, parse_header, make_header
+from .left_out import LeftOut
 from .table_map import TableMapEvent, decode_table_map
+
+if TYPE_CHECKING:
+    from .encryption import BinlogDecryptor
 
 try:  # ISA-L's CRC32 (carry-less multiply): faster than zlib's, the same checksum
     from isal.isal_zlib import crc32 as _crc32
@@ -50,7 +54,7 @@ _FAST_CHECKSUMS = frozenset({ChecksumAlg.CRC32, ChecksumAlg.OFF})
 class PacketRun(Protocol):
     """The C iterator of `BinlogDecoder.scan_packets`: where it stands in the receive buffer
     (after the last event it handed out or passed over) and the sequence id of the next
-    packet; the decoder's events and rows passed over so far (`skip_filtered`), and whether
+    packet; the decoder's events and rows passed over so far (`LeftOut.skip`), and whether
     the events still to come are passed over (`skip`, which a group run's caller sets)."""
 
     pos: int
@@ -124,6 +128,7 @@ class BinlogDecoder:
         table_resolver: TableResolver | None = None,
         table_filter: Callable[[str, str], bool] | None = None,
         json_images: bool | str = False,
+        left_out: LeftOut | None = None,
         count_filtered: bool = False,
         skip_filtered: bool = False,
     ) -> None:
@@ -142,17 +147,12 @@ class BinlogDecoder:
         self.keys = keys
         self.allow_unknown = allow_unknown
         self.table_filter = table_filter
-        self.count_filtered = count_filtered
-        """Rows events of filtered tables carry their row count (`filtered_rows`), walked in C
-        without decoding values."""
-        self.skip_filtered = skip_filtered
-        """Rows events of filtered tables are checked (checksum, table) and passed over by
-        the C scans (files, and scan_packets' runs), not handed out: counted in
-        `events_skipped`, their rows in `rows_skipped` (count_filtered); without the C
-        extension they come as usual. For a consumer that needs nothing of them: one that
-        numbers the rows of an open XA transaction turns it off while one is open (it may
-        be changed between events). Why: a filter that keeps one table of a busy server
-        leaves most events out, and handing each over cost more than checking it."""
+        self.left_out = (left_out if left_out is not None
+                         else LeftOut(count=count_filtered, skip=skip_filtered))
+        """What is done with the left-out tables' rows events (see LeftOut); count_filtered
+        and skip_filtered are the shorthand for a fixed one. Set by the decoder's owner: its
+        maker, or a driver that takes the decoder to read with (cdc/runs.py's RecordRuns,
+        cdc/arrow.py's file_batches) before it reads."""
         self.fde: FormatDescriptionEvent | None = None
         self.checksum_alg = ChecksumAlg.UNDEF if checksum is None else checksum
         self.tables: dict[int, TableMapEvent] = {}
@@ -163,7 +163,7 @@ class BinlogDecoder:
         """The same maps by their body after the table id: a table the server numbered
         anew (its table cache evicted it, FLUSH TABLES) is the same parse and decoders."""
         self._rows_phl: dict[int, int] = {}  # rows event type -> post-header length (per FDE)
-        self._decryptor = None
+        self._decryptor: BinlogDecryptor | None = None
         # The common rows event framed, checked and decoded in one C call (rows.fast_rows's
         # twin: whatever it does not take goes the Python way below).
         c = switches.c
@@ -173,10 +173,10 @@ class BinlogDecoder:
         self.table_resolver = table_resolver  # (the scanner's too)
         # File mode: the chunk being decoded is kept as given (never copied); only an event
         # cut by the chunk's end is carried over, as pieces joined once it is complete.
-        self._buf = b""
+        self._buf: bytes | bytearray | memoryview = b""
         self._buf_start = 0  # file offset of _buf[0]
         self._read = 0  # bytes of _buf already consumed
-        self._carry: list[bytes] = []  # unconsumed bytes just before _buf[0]
+        self._carry: list[bytes | bytearray | memoryview] = []  # unconsumed bytes just before _buf[0]
         self._carry_len = 0
         self._borrowed = False  # _buf is the caller's memory, reused after the next feed
         self._magic_checked = False
@@ -211,7 +211,7 @@ class BinlogDecoder:
         self._carry.clear()
         self._carry_len = 0
 
-    def _front(self, n: int) -> bytes | memoryview:
+    def _front(self, n: int) -> bytes | bytearray | memoryview:
         """The next n unconsumed bytes (the caller checked they exist): a slice of the chunk,
         or one bytes object joined from the carried pieces."""
         if not self._carry:
@@ -239,8 +239,10 @@ class BinlogDecoder:
 
     def _event_size(self) -> int:
         if self._carry:
-            return _U32.unpack_from(self._front(13), 9)[0]
-        return _U32.unpack_from(self._buf, self._read + 9)[0]
+            size: int = _U32.unpack_from(self._front(13), 9)[0]
+        else:
+            size = _U32.unpack_from(self._buf, self._read + 9)[0]
+        return size
 
     def events(self) -> Iterator[Event]:
         """Yield every complete event fed so far; keeps a partial tail for the next feed."""
@@ -270,10 +272,11 @@ class BinlogDecoder:
                     and self.checksum_alg in _FAST_CHECKSUMS):
                 # A run of common rows events lying whole in the chunk, in C: stops at the
                 # first event it does not take, which the loop below decodes.
+                left_out = self.left_out
                 run = scanner.scan(self._buf, self._read, self._buf_start, self.file,
                                    self.checksum_alg == ChecksumAlg.CRC32, self.verify_checksums,
-                                   self.table_filter, self.count_filtered, self.json_images,
-                                   self.skip_filtered, self.verified_until, self._tm_cache)
+                                   self.table_filter, left_out.count, self.json_images,
+                                   left_out.skip, self.verified_until, self._tm_cache)
                 if merge is not None:
                     if merge.records is not None:
                         run.records = merge.records
@@ -344,13 +347,23 @@ class BinlogDecoder:
                                  file=self.file, offset=offset)
 
     @property
+    def count_filtered(self) -> bool:
+        """left_out.count (read only: the owner hands the decoder a LeftOut)."""
+        return self.left_out.count
+
+    @property
+    def skip_filtered(self) -> bool:
+        """left_out.skip (read only, as count_filtered)."""
+        return self.left_out.skip
+
+    @property
     def events_skipped(self) -> int:
-        """Rows events of filtered tables passed over so far (`skip_filtered`)."""
+        """Rows events of filtered tables passed over so far (`left_out.skip`)."""
         return 0 if self._scanner is None else self._scanner.skipped
 
     @property
     def rows_skipped(self) -> int:
-        """The rows of those events (counted with `count_filtered`, else 0)."""
+        """The rows of those events (counted with `left_out.count`, else 0)."""
         return 0 if self._scanner is None else self._scanner.skipped_rows
 
     @property
@@ -360,7 +373,7 @@ class BinlogDecoder:
 
     # -- stream mode -----------------------------------------------------------------------
     def scan_packets(self, buf: bytearray, start: int, end: int, seq: int, *,
-                     group: bool = False) -> PacketRun | None:
+                     group: bool = False, skip: bool | None = None) -> PacketRun | None:
         """The common rows events of a replica's received event packets in buf[start:end]
         (sequence ids from `seq` on), framed, checked and decoded by one C iterator that
         stops at the first packet it does not take; its `pos` and `seq` say where the stream
@@ -369,15 +382,19 @@ class BinlogDecoder:
 
         group: the XID and MariaDB GTID events, and the TABLE_MAPs parsed before (as
         decode_event takes them), come in the run too. Its `skip` then says, event by event,
-        whether left-out tables' rows are passed over (skip_filtered when it starts): the
-        caller sets it as those events open and close transactions."""
+        whether left-out tables' rows are passed over (`skip` when it starts, else the
+        decoder's left_out.skip): the caller sets it as those events open and close
+        transactions."""
         scanner = self._scanner
         if scanner is None or self._decryptor is not None or self.checksum_alg not in _FAST_CHECKSUMS:
             return None
+        left_out = self.left_out
         args = (buf, start, end, seq, self.file, self.checksum_alg == ChecksumAlg.CRC32,
-                self.verify_checksums, self.table_filter, self.count_filtered, self.json_images,
-                self.skip_filtered)
-        return scanner.scan_packets(*args, self._tm_cache) if group else scanner.scan_packets(*args)
+                self.verify_checksums, self.table_filter, left_out.count, self.json_images,
+                left_out.skip if skip is None else skip)
+        run: PacketRun | None = (scanner.scan_packets(*args, self._tm_cache) if group
+                                 else scanner.scan_packets(*args))
+        return run
 
     def decode_event(self, raw: bytes | bytearray | memoryview, offset: int | None = None) -> list[Event]:
         """Decode one whole event. Returns a list: a TRANSACTION_PAYLOAD expands to itself
@@ -388,7 +405,7 @@ class BinlogDecoder:
             # nothing of it is kept) in one C call; None: anything else, decoded below.
             ev = self._scanner.one(raw, self.file, self.checksum_alg == ChecksumAlg.CRC32,
                                    self.verify_checksums, self.table_filter,
-                                   self.count_filtered, self.json_images, self._tm_cache)
+                                   self.left_out.count, self.json_images, self._tm_cache)
             if ev is not None:
                 self.events_decoded += 1
                 return [ev]
@@ -442,7 +459,7 @@ class BinlogDecoder:
         if code == E.FORMAT_DESCRIPTION:
             return [self._decode_fde(raw, header, offset, end)]
         body_end = self._verify_checksum(raw, tname, offset)
-        base = {"header": header, "file": self.file, "offset": offset, "end": end}
+        base: EventBase = {"header": header, "file": self.file, "offset": offset, "end": end}
         try:
             if code in ROWS_EVENT_TYPES and code not in _MARIADB_COMPRESSED:
                 # The hot path: rows codecs read the event in place (a body copy would double
@@ -461,7 +478,7 @@ class BinlogDecoder:
             raise DecodeError(f"malformed event body ({type(exc).__name__}: {exc})",
                               event_type=tname, hint="the event is malformed or corrupt") from None
 
-    def _fast_rows(self, raw: bytes, header: EventHeader, offset: int | None) -> Event | None:
+    def _fast_rows(self, raw: bytes | bytearray | memoryview, header: EventHeader, offset: int | None) -> Event | None:
         """A common rows event in one step (rows.fast_rows), checksum first; None: the
         general path decodes it (and raises what is wrong)."""
         size = len(raw)
@@ -484,12 +501,12 @@ class BinlogDecoder:
             end = offset + size
         ev = rows.fast_rows(code, raw, header, self.file, offset, end, phl, self.tables,
                             HEADER_LEN, size - tail, self.table_filter,
-                            self.count_filtered, self.json_images)
+                            self.left_out.count, self.json_images)
         if ev is not None:
             self.events_decoded += 1
         return ev
 
-    def _decode_compressed(self, code: int, raw: bytes, base: dict, offset: int) -> list[Event]:
+    def _decode_compressed(self, code: int, raw: bytes, base: EventBase, offset: int) -> list[Event]:
         """MariaDB compressed QUERY/rows events: the CRC (verified) covers the compressed
         bytes; decode the plain twin, keeping the on-disk header."""
         from .compression import uncompress_mariadb_event
@@ -577,7 +594,7 @@ class BinlogDecoder:
             make_room(tables)
         tables[tm.table_id] = tm
 
-    def _table_map(self, body: bytes, base: dict, post_header_len: int) -> TableMapEvent:
+    def _table_map(self, body: bytes, base: EventBase, post_header_len: int) -> TableMapEvent:
         """A TABLE_MAP whose bytes were not met before: parsed, or, when only its table id
         is new, the earlier map of the same bytes renumbered (sharing its parse and compiled
         decoders). Why: a server with more tables than its table cache numbers a table anew
@@ -595,7 +612,7 @@ class BinlogDecoder:
         self._tm_shapes[shape] = tm
         return tm
 
-    def _dispatch(self, code: int, body: bytes, base: dict, offset: int) -> list[Event]:
+    def _dispatch(self, code: int, body: bytes, base: EventBase, offset: int) -> list[Event]:
         if code in ROWS_EVENT_TYPES:  # MariaDB compressed rows, after uncompressing
             return [self._decode_rows(code, body, base, 0, len(body))]
         if code == E.TABLE_MAP:
@@ -627,17 +644,17 @@ class BinlogDecoder:
             ev.status_vars["load_file_id"] = int.from_bytes(body[13:17], "little")
             return [ev]
         if code == E.ROTATE:
-            ev = control.decode_rotate(body, base, self._post_header_len(code, 8))
-            if not self._file_mode and (ev.header.flags & EventFlag.ARTIFICIAL
-                                        or ev.header.log_pos == 0):
+            rotate = control.decode_rotate(body, base, self._post_header_len(code, 8))
+            if not self._file_mode and (rotate.header.flags & EventFlag.ARTIFICIAL
+                                        or rotate.header.log_pos == 0):
                 # A replication stream starts (or switches files) with an artificial ROTATE.
-                self.file = ev.next_file
-                ev.file = ev.next_file
-            return [ev]
+                self.file = rotate.next_file
+                rotate.file = rotate.next_file
+            return [rotate]
         if code == E.MARIADB_START_ENCRYPTION:
-            ev = control.decode_start_encryption(body, base)
+            started = control.decode_start_encryption(body, base)
             self._start_encryption(body)
-            return [ev]
+            return [started]
         if code == E.TRANSACTION_PAYLOAD:
             return self._decode_payload(body, base)
         if code in _OPAQUE_TYPES:
@@ -648,7 +665,7 @@ class BinlogDecoder:
             return [UnknownEvent(**base, body=bytes(body))]
         raise UnknownEventError(f"unknown event type {code}", event_type=E.name_of(code))
 
-    def _decode_rows(self, code: int, body: bytes, base: dict, start: int, end: int) -> Event:
+    def _decode_rows(self, code: int, body: bytes, base: EventBase, start: int, end: int) -> Event:
         """Rows of body[start:end]."""
         phl = self._post_header_len(code, 10 if code in (E.WRITE_ROWS_V2, E.UPDATE_ROWS_V2,
                                                        E.DELETE_ROWS_V2, E.PARTIAL_UPDATE_ROWS) else 8)
@@ -662,7 +679,7 @@ class BinlogDecoder:
         if self.table_filter is not None and not self.table_filter(table.schema, table.table):
             # The user asked for other tables only: keep the event, skip decoding its rows
             # (or only count them, for a replica's resume point).
-            if self.count_filtered:
+            if self.left_out.count:
                 return rows.decode_rows(code, body, base, phl, table, header=head, start=start,
                                         end=end, count_only=True)
             return rows.rows_event(base, rows.KIND[code], table_id, head[1], table, [], head[2],
@@ -670,7 +687,7 @@ class BinlogDecoder:
         return rows.decode_rows(code, body, base, phl, table, json_images=self.json_images,
                                 header=head, start=start, end=end)
 
-    def _decode_payload(self, body: bytes, base: dict) -> list[Event]:
+    def _decode_payload(self, body: bytes, base: EventBase) -> list[Event]:
         from .compression import iter_transaction_events, parse_transaction_payload
 
         tp = parse_transaction_payload(body)
@@ -701,7 +718,7 @@ class BinlogDecoder:
         self._decryptor = BinlogDecryptor(body, self.keys)
 
 
-_SIMPLE: dict[int, Callable[[bytes, dict], Event]] = {
+_SIMPLE: dict[int, Callable[[Any, EventBase], Event]] = {
     E.STOP: control.decode_stop,
     E.XID: control.decode_xid,
     E.INTVAR: control.decode_intvar,

@@ -9,7 +9,7 @@ from pathlib import Path
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
-from .columns.native import switches
+from .._speedups.native import switches
 from .constants import ChecksumAlg, EventFlag, EventType as E
 from .decoder import BinlogDecoder, RunMerge
 from .events import Event
@@ -244,6 +244,7 @@ def find_group_start(path: str | Path, target: int) -> int | None:
                 return None
             size, next_pos = _LEN_NEXT.unpack_from(head, 9)
             if size < 19 or next_pos != pos + size:  # (the anchor was no header after all)
+                assert anchor is not None  # (set with pos)
                 pos = anchor = _event_at_or_after(fd, anchor + 1)
             elif pos >= target and head[4] in GROUP_STARTS:
                 return pos
@@ -361,7 +362,7 @@ def read_part(path: str | Path, begin: int | None, end: int | None, *,
     events = read_events(path, decoder=decoder, start=begin, **decoder_options)
     if end is None:
         return events
-    return _part(events, path, end)  # type: ignore[return-value]  # (events in, events out)
+    return _part(events, path, end)
 
 
 def _part(items: Iterator[Any], path: str | Path, end: int) -> Iterator[Any]:

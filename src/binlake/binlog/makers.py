@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from .columns.native import switches
+from .._speedups.native import switches
 
 
 def slot_maker(cls: type) -> Callable[..., Any]:
@@ -20,7 +20,8 @@ def slot_maker(cls: type) -> Callable[..., Any]:
     c = switches.c
     if c is not None and not any(f.init is False for f in dataclasses.fields(cls)) \
             and not hasattr(cls, "__post_init__"):
-        return c.SlotMaker(cls, names)
+        maker: Callable[..., Any] = c.SlotMaker(cls, names)
+        return maker
 
     def make(*values: Any) -> Any:
         return cls(**dict(zip(names, values)))

@@ -26,13 +26,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from ..binlog.columns.native import switches
+from .._speedups.native import switches
 from ..binlog.decoder import RunMerge
 from ..binlog.events import Event, RowsEvent
 from ..binlog.files import read_part, read_runs
 from ..binlog.table_map import TableMapEvent
 from .jsontext import dumps, json_string, value_expr
-from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
+from .changes import ChangeRecord, ChangeTracker, XaLeftOut
 from ..binlog.values import ABSENT
 
 SEQ_TYPE = pa.struct([
@@ -88,7 +88,7 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
     per column with the column's own serializer, so a row costs a few string operations per
     value and one join.
     """
-    cached = tm.row_decoders.get("spark-json")
+    cached: Callable[[Any], str] | None = tm.row_decoders.get("spark-json")
     if cached is not None:
         return cached
     ns: dict[str, Any] = {"ABSENT": ABSENT, "json_string": json_string, "_date": dt.date, "_dict": dict}
@@ -105,7 +105,7 @@ def image_encoder(tm: TableMapEvent) -> Callable[[Any], str]:
                   "    elif v is not ABSENT:", f"        add(k{i} + ({expr}))"]
     lines.append("    return '{' + ','.join(parts) + '}'")
     exec(compile("\n".join(lines), f"<binlake json encoder {tm.qualified_name}>", "exec"), ns)
-    encode = ns["encode"]
+    encode: Callable[[Any], str] = ns["encode"]
     tm.row_decoders["spark-json"] = encode
     return encode
 
@@ -140,7 +140,8 @@ class CdcBatchBuilder:
     @property
     def image_bytes(self) -> int:
         """Size of the images held (to bound a batch by memory, not only by rows)."""
-        return self._segs.nbytes
+        nbytes: int = self._segs.nbytes
+        return nbytes
 
     def _file_index(self, file: str | None) -> int:
         fidx = self._fidx.get(file)
@@ -212,7 +213,7 @@ class CdcBatchBuilder:
     def _add_rows_python(self, ev: RowsEvent, gtid: str | None, start: int = 0,
                          stop: int | None = None) -> None:
         """add_rows for what CdcSegments.event does not take."""
-        rows = ev.rows
+        rows: Any = ev.rows  # (packed ImageRows, or a list)
         total = len(rows)
         stop = total if stop is None or stop > total else stop
         n = stop - start
@@ -398,7 +399,7 @@ class _PySegments:
     def record(self, *_: Any) -> bool:
         return False
 
-    def finish(self) -> tuple[list[tuple[Any, ...]], array, array]:
+    def finish(self) -> tuple[list[tuple[Any, ...]], array[int], array[int]]:
         out = self.segs, self.ends, self.rows
         self._start()
         return out
@@ -471,8 +472,9 @@ def events_to_batches(events: Iterable[Event], *, batch_size: int = 10_000,
     Rows events go in whole (`add_rows`), without a ChangeRecord per row; with a decoder
     made with `json_images=True` the images are already JSON, so there is no Python work per
     row at all (C-level list extends only). `decoder`: the one `events` come from (one
-    file, `tables` its filter), told when the left-out tables' rows events may be passed
-    over unseen (`changes.left_out_rows_needed`). A reader of a file: `file_batches`.
+    file, `tables` its filter), whose left-out tables' rows events this driver lets it pass
+    over unseen where nothing needs them (its `left_out`: `changes.XaLeftOut`). A reader of
+    a file: `file_batches`.
     """
     tracker = ChangeTracker(tables, reread=reread, locate=locate)  # (XA: binlake.cdc.xa)
     return _batches(events, tracker, CdcBatchBuilder(), tables, decoder, batch_size,
@@ -518,8 +520,8 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
     xa = tracker.xa
     # A decoder that filters with `tables` itself marks the left-out events (`filtered`).
     check = tables is not None and getattr(decoder, "table_filter", None) is not tables
-    if decoder is not None:
-        left_out_rows_needed(decoder, tracker)
+    if decoder is not None and decoder.table_filter is not None:  # (the driver owns them)
+        decoder.left_out = XaLeftOut(tracker)
     for ev in events:
         if type(ev) is int:  # rows events (and TABLE_MAPs) the decoder added to the batch
             if len(segs) >= batch_size or segs.nbytes >= max_bytes:
@@ -528,7 +530,7 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
         if isinstance(ev, RowsEvent) and not xa.holding:  # (an XA PREPARE's are held)
             if ev.filtered:
                 continue
-            if check:
+            if check and tables is not None:
                 tm = ev.table
                 if not tables(tm.schema, tm.table):
                     continue
@@ -549,8 +551,6 @@ def _batches(events: Iterable[Any], tracker: ChangeTracker, builder: CdcBatchBui
                 if rec.table_map is None and not statements:
                     continue
                 builder.add(rec)
-            if decoder is not None:
-                left_out_rows_needed(decoder, tracker)
         if len(segs) >= batch_size or segs.nbytes >= max_bytes:
             yield builder.flush()
     if len(segs):

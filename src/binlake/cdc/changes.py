@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, cast
 
 from ..binlog.constants import ColumnType as T
+from ..binlog.left_out import LeftOut
 from ..binlog.events import (
      Event, GtidEvent, IncidentEvent, MariaGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent,
      XidEvent,
@@ -291,7 +292,7 @@ _RECORD_TEMPLATE_ORDER = ("op", "schema", "table", "_before", "_after", "primary
 
 def _load_make_records() -> Callable[..., list[ChangeRecord]] | None:
     """The C record builder, told ChangeRecord's slots (None without the extension)."""
-    from ..binlog.columns.native import switches
+    from .._speedups.native import switches
 
     _speedups = switches.c
     if _speedups is None or not hasattr(_speedups, "make_records"):
@@ -583,15 +584,24 @@ def _split_name(name: str, default_schema: str) -> tuple[str, str]:
     return default_schema, parts[0]
 
 
-def left_out_rows_needed(decoder: Any, tracker: ChangeTracker, *, pass_over: bool = True) -> None:
-    """Between events (after each one that is not a rows event, at least): the decoder's
-    filtered tables' rows are counted only inside an open XA transaction, whose records are
-    numbered whatever the filter, and elsewhere passed over in C, not handed out: nothing
-    needs them there (pass_over=False: a reader that must see every event). For a reader of
-    files whose decoder has a table filter."""
-    holding = tracker.xa.holding
-    decoder.count_filtered = holding
-    decoder.skip_filtered = pass_over and not holding
+class XaLeftOut(LeftOut):
+    """The left-out tables' rows a reader of files needs as its tracker stands (a decoder's
+    `left_out`, which it reads between events): counted only inside an open XA
+    transaction, whose records are numbered whatever the filter, and elsewhere passed over
+    in C, not handed out: nothing needs them there (pass_over=False: a reader that must see
+    every event). For a reader of files whose decoder has a table filter."""
+
+    def __init__(self, tracker: ChangeTracker, *, pass_over: bool = True) -> None:
+        self._xa = tracker.xa
+        self._pass_over = pass_over
+
+    @property
+    def count(self) -> bool:  # type: ignore[override]  # (read from the tracker)
+        return self._xa.holding
+
+    @property
+    def skip(self) -> bool:  # type: ignore[override]
+        return self._pass_over and not self._xa.holding
 
 
 def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | None = None
@@ -604,7 +614,7 @@ def iter_changes(events: Iterable[Event], tables: Callable[[str, str], bool] | N
 def prepared_records(events: Iterable[Event], rng: PreparedRange,
                      tables: Callable[[str, str], bool] | None = None) -> Held:
     """The records of one XA PREPARE group, from the events of its range (a re-read), and
-    the units they span (the events' decoder should count filtered rows: `count_filtered`)."""
+    the units they span (the events' decoder should count filtered rows: LeftOut(count=True))."""
     tracker = ChangeTracker(tables)
     released: list[ChangeRecord] = []
     for ev in events:

@@ -2,7 +2,7 @@
 the lines `decode` and `stream` print (--output jsonl and text), in C with a Python twin.
 
 Shared by the Arrow builder (cdc/arrow.py), the snapshot reader and the C image encoder
-(binlog/columns/_speedups.c writes the common types itself and calls these for the rest),
+(_speedups/ writes the common types itself and calls these for the rest),
 so every path writes byte-identical images.
 """
 from __future__ import annotations
@@ -188,7 +188,7 @@ def jsonl_value_text(c: Any) -> Callable[[Any], str]:
 
 
 def _load_writers() -> tuple[Callable[[Any], bytes], Callable[[Any], bytes]]:
-    from ..binlog.columns.native import function, prepare_float_text
+    from .._speedups.native import function, prepare_float_text
 
     jsonl: Callable[..., bytes] | None = function("jsonl_records")
     text: Callable[..., bytes] | None = function("text_records")

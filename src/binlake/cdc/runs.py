@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..binlog.decoder import BinlogDecoder, RunMerge
-from ..binlog.events import RowsEvent
-from ..binlog.columns.native import switches
+from .._speedups.native import switches
 from ..binlog.files import opens_group, read_events, read_runs
-from .changes import ChangeRecord, ChangeTracker, left_out_rows_needed
+from .changes import ChangeRecord, ChangeTracker, XaLeftOut
 
 __all__ = ["RecordRuns"]
 
@@ -28,15 +27,17 @@ class RecordRuns:
 
     For a reader that needs the records only: no start or stop position, GTID filter or
     schema history, which must see every event (those read events and ask
-    `tracker.records` themselves). pass_over: the decoder's left-out tables' rows events
-    may be passed over unread where no XA transaction is open
-    (`changes.left_out_rows_needed`)."""
+    `tracker.records` themselves). The driver owns the decoder's `left_out`: pass_over,
+    its left-out tables' rows events may be passed over unread where no XA transaction is
+    open (`changes.XaLeftOut`)."""
 
     def __init__(self, decoder: BinlogDecoder, tracker: ChangeTracker, *,
                  pass_over: bool = False) -> None:
         self.decoder = decoder
         self.tracker = tracker
         self.pass_over = pass_over
+        if decoder.table_filter is not None:  # (else nothing is left out)
+            decoder.left_out = XaLeftOut(tracker, pass_over=pass_over)
         xa = tracker.xa
         self._merge = RunMerge(lambda: (tracker.gtid, not xa.holding),
                                records=("records", tracker.table_filter))
@@ -58,8 +59,6 @@ class RecordRuns:
         items: Iterator[Any] = (read_runs(path, self._merge, decoder=dec, start=start)
                                 if switches.records else read_events(path, decoder=dec, start=start))
         records_of = tracker.records
-        filtered = tracker.table_filter is not None
-        pass_over = self.pass_over
         self.reached = None
         handed = self._handed
         ev: Any
@@ -76,8 +75,6 @@ class RecordRuns:
                     return
                 handed += 1
                 records = records_of(ev)
-                if filtered and type(ev) is not RowsEvent:  # (a rows event opens no XA group)
-                    left_out_rows_needed(dec, tracker, pass_over=pass_over)
                 if records:
                     self._handed = handed
                     yield records

@@ -51,7 +51,7 @@ class DecodeSpec:
         """May left-out tables' rows events be passed over unread? Not for the positions,
         the GTID filter, the schema history and --events, which see every event (and inside
         an open XA transaction, whose rows are numbered kept or not: see
-        changes.left_out_rows_needed)."""
+        changes.XaLeftOut)."""
         return (bool(self.tables) and self.schema_history is None and self.gtids is None
                 and self.what != "events" and self.start_position is None
                 and self.stop_position is None)
@@ -124,8 +124,7 @@ class _FileDecoder:
         A part of the file: from `begin` (an event group's start), and up to the first event
         group starting at or after `until`, whose offset is returned (None: the file's end)."""
         from ..binlog.decoder import BinlogDecoder
-        from ..binlog.events import RowsEvent
-        from ..cdc.changes import left_out_rows_needed
+        from ..cdc.changes import XaLeftOut
         from ..binlog.files import opens_group, read_events
 
         spec, resolver, gfilter = self.spec, self.resolver, self.gtid_filter
@@ -140,14 +139,14 @@ class _FileDecoder:
         tracker.gtid = None
         if gfilter is not None:
             gfilter.current = None
-        dec = BinlogDecoder(file=Path(path).name, skip_filtered=skip, **self.options)
+        left_out = XaLeftOut(tracker, pass_over=skip) if self.tables is not None else None
+        dec = BinlogDecoder(file=Path(path).name, left_out=left_out, **self.options)
         if spec.output != "null" and spec.what == "changes":
             out = LinesOut(out)  # (flushed below: lines written stay written on an error)
         reached = None
         # Asked once, not per event: most events meet none of these.
         start_here = first and start is not None
         stop_here = last and stop is not None
-        filtered = self.tables is not None
         null = spec.output == "null"
         records_of = tracker.records
         runs = None
@@ -187,8 +186,6 @@ class _FileDecoder:
                         continue
                     records = records_of(ev)
                     rows += len(records)
-                    if filtered and type(ev) is not RowsEvent:  # (a rows event opens no XA group)
-                        left_out_rows_needed(dec, tracker, pass_over=skip)
                     if null:
                         records = ev = None  # a 16 MiB row is not kept while the next is decoded
                         continue
@@ -497,6 +494,7 @@ def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -
     from ..cdc.changes import prepared_records
     from ..errors import ConfigError
     from ..binlog.files import read_range
+    from ..binlog.left_out import LeftOut
 
     given = [Path(f) for f in files]
     path = next((p for p in given if p.name == rng.file), None)
@@ -506,4 +504,5 @@ def reread_prepared(files: Any, rng: Any, tables: Any, **decoder_options: Any) -
         raise ConfigError(f"XA transaction {rng}: that binlog file is neither given nor beside "
                           f"{given[0] if given else 'the input'}", hint="add it to FILES")
     return prepared_records(read_range(path, rng.start, rng.end,
-                                       **{**decoder_options, "count_filtered": True}), rng, tables)
+                                       **{**decoder_options, "left_out": LeftOut(count=True)}),
+                             rng, tables)

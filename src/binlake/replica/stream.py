@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, cast, o
 from ..binlog.codecs.rows import FAST_TYPES
 from ..binlog.constants import ChecksumAlg, ColumnType, EventType
 from ..binlog.decoder import BinlogDecoder, TableResolver
+from ..binlog.left_out import LeftOut
 from ..binlog.events import (
     Event, GtidEvent, HeartbeatEvent, MariaGtidEvent, QueryEvent, RotateEvent, RowsEvent,
     XaPrepareEvent, XidEvent,
@@ -390,7 +391,7 @@ class BinlogStream:
                             json_images=self.options.json_images,
                             # Other tables' rows are counted (the resume point needs the
                             # count), never decoded.
-                            table_filter=self.options.tables, count_filtered=True)
+                            table_filter=self.options.tables, left_out=LeftOut(count=True))
         dec.file = pos.file
         self._tx.reset()
         self._rows_in_tx = 0
@@ -646,8 +647,9 @@ class BinlogStream:
                     # left-out tables' rows events need only their rows counted: the run
                     # passes them over and says how many rows it counted. The run's `skip`
                     # follows the transactions its GTIDs and XIDs open and close (below).
-                    dec.skip_filtered = passing = tx.in_tx and not tx.implicit_rows and not xa.holding
-                    run = cast("_GroupRun | None", dec.scan_packets(*unread, group=True))
+                    passing = tx.in_tx and not tx.implicit_rows and not xa.holding
+                    run = cast("_GroupRun | None", dec.scan_packets(*unread, group=True,
+                                                                     skip=passing))
                     if run is not None and merge_key is not None and not self._skip:
                         run.records, run.gtid, run.merge = merge_key, tracker.gtid, passing
             if run is not None:

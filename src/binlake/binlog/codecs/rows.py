@@ -131,7 +131,7 @@ _FAST: dict[int, tuple[str, int, bool]] = {code: (KIND[code], VERSION.get(code, 
 FAST_TYPES = frozenset(_FAST)
 
 
-def fast_rows(code: int, body: bytes | memoryview, header: EventHeader, file: str | None, offset: int,
+def fast_rows(code: int, body: bytes | bytearray | memoryview, header: EventHeader, file: str | None, offset: int,
               end_pos: int, post_header_len: int, tables: dict[int, TableMapEvent],
               start: int, end: int,
               table_filter: Callable[[str, str], bool] | None, count_filtered: bool,

@@ -19,12 +19,12 @@ from . import fixedbin, temporal
 from .charsets import codec_for
 from .decimal import decoder_for as decimal_decoder
 from .decimal import decode_decimal
-from .native import c_module as _c_module
-from .native import prepare_float_text, switches
+from ..._speedups.native import c_module as _c_module
+from ..._speedups.native import prepare_float_text, switches
 
 RowDecoder = Callable[[bytes, int], tuple[tuple[Any, ...], int]]
 
-_INT_STRUCTS = {
+_INT_STRUCTS: dict[tuple[int, bool], tuple[str, int]] = {
     (T.TINY, False): ("b", 1), (T.TINY, True): ("B", 1),
     (T.SHORT, False): ("h", 2), (T.SHORT, True): ("H", 2),
     (T.LONG, False): ("i", 4), (T.LONG, True): ("I", 4),
@@ -259,11 +259,11 @@ def _vector(data: bytes) -> list[float]:
     return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
-_CACHE: dict[tuple, RowDecoder] = {}
+_CACHE: dict[tuple[Any, ...], RowDecoder] = {}
 _CACHE_MAX = 4096
 
 
-def _signature(columns: Sequence[ColumnInfo]) -> tuple:
+def _signature(columns: Sequence[ColumnInfo]) -> tuple[Any, ...]:
     return tuple((c.type, c.meta, c.unsigned, c.collation, c.enum_values, c.set_values, c.is_json,
                   c.plugin_type) for c in columns)
 
@@ -304,7 +304,8 @@ def compile_c_row_decoder(columns: Sequence[ColumnInfo], present: Sequence[bool]
     """The C decoder, or None when the extension is not built."""
     if _c_module is None:
         return None
-    return _c_module.RowDecoder(_c_ops(columns, present, partial_json))
+    dec: RowDecoder = _c_module.RowDecoder(_c_ops(columns, present, partial_json))
+    return dec
 
 
 def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str],
@@ -342,7 +343,7 @@ def compile_json_row_decoder(columns: Sequence[ColumnInfo], names: Sequence[str]
 (TXT_BYTES, TXT_UTF8, TXT_CODEC, TXT_UTF8_OR_BYTES, TXT_CHARMAP, TXT_UUID, TXT_INET6,
  TXT_INET4) = range(8)
 _PLUGIN_MODES = {"uuid": TXT_UUID, "inet6": TXT_INET6, "inet4": TXT_INET4}
-_INT_SIZES = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 
 
 def _text_mode(c: ColumnInfo, blob: bool) -> tuple[int, Any]:
@@ -437,7 +438,8 @@ def _column_function(c: ColumnInfo, partial_json: bool) -> Callable[[Any, int], 
     _emit_column(g, c, "v", 1, partial_json)
     g.emit("return v, p", 1)
     exec(compile("\n".join(g.lines), "<binlake column decoder>", "exec"), g.ns)
-    return g.ns["decode_column"]
+    fn: Callable[[Any, int], tuple[Any, int]] = g.ns["decode_column"]
+    return fn
 
 
 def _c_ops(columns: Sequence[ColumnInfo], present: Sequence[bool],
@@ -481,5 +483,6 @@ def _compile(columns: Sequence[ColumnInfo], present: Sequence[bool],
     code = compile(source, "<binlake row decoder>", "exec")
     exec(code, g.ns)
     fn = g.ns["decode_row"]
-    fn.__source__ = source  # type: ignore[attr-defined]
-    return fn
+    fn.__source__ = source
+    decode: RowDecoder = fn
+    return decode

@@ -1,9 +1,9 @@
 /* FLOAT/DOUBLE as JSON text: repr()'s shortest digits (Schubfach), float32 text, a cache.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_FLOAT_TEXT_H
-#define BINLAKE_SPEEDUPS_FLOAT_TEXT_H
+ * A compilation unit; text.h declares what it gives the others. */
+#include "common.h"
+#include <math.h>
+#include "text.h"
 
 /* repr(float) of normal doubles without dtoa's bignum arithmetic: Schubfach (R. Giulietti,
    "The Schubfach way to render doubles", 2020) finds the shortest decimal that reads back
@@ -99,7 +99,7 @@ static int put_shortest(Buf *o, int neg, uint64_t f, int e) {
     return put(o, t, d - t);
 }
 
-static int put_repr(Buf *o, double v) {
+int put_repr(Buf *o, double v) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
     int bq = (int)((bits >> 52) & 0x7FF);
@@ -118,7 +118,7 @@ static int put_repr(Buf *o, double v) {
 }
 
 /* set_pow10(table): the g values of put_repr, 16 bytes per k from G_KMIN (see rowcodec.py) */
-static PyObject *set_pow10(PyObject *mod, PyObject *arg) {
+PyObject *set_pow10(PyObject *mod, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     if (view.len != (G_KMAX - G_KMIN + 1) * 16) {
@@ -143,7 +143,7 @@ static PyObject *set_pow10(PyObject *mod, PyObject *arg) {
    interval is narrower below, and %g's nearest decimal may miss it where a farther, equally
    short one above is in; %g then takes a digit more, and so must we. %g and strtod do those,
    and subnormals, zeros, inf and nan. */
-static int put_float32(Buf *o, float f) {
+int put_float32(Buf *o, float f) {
     uint32_t bits;
     memcpy(&bits, &f, 4);
     int bq = (int)((bits >> 23) & 0xFF);
@@ -176,7 +176,7 @@ typedef struct { uint64_t bits; unsigned char kind, len; char text[30]; } ReprSl
 #define REPR_SLOTS 1024
 static ReprSlot repr_cache[REPR_SLOTS];
 
-static int put_float_cached(Buf *o, uint64_t bits, int kind, double d, float f) {
+int put_float_cached(Buf *o, uint64_t bits, int kind, double d, float f) {
     ReprSlot *slot = &repr_cache[((bits + (uint64_t)kind) * 0x9E3779B97F4A7C15ULL) >> 54];
     if (slot->kind == kind && slot->bits == bits) return put(o, slot->text, slot->len);
     Py_ssize_t at = o->len;
@@ -190,4 +190,3 @@ static int put_float_cached(Buf *o, uint64_t bits, int kind, double d, float f) 
     return rc;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_FLOAT_TEXT_H */

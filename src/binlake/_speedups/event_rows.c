@@ -36,10 +36,14 @@
  * fault. The table filter's answer is kept per table (a filter is a pure function of schema
  * and table).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_EVENT_ROWS_H
-#define BINLAKE_SPEEDUPS_EVENT_ROWS_H
+ * A compilation unit; framing.h declares what it gives the others. */
+#include "common.h"
+#include <structmember.h>
+#include "crc.h"
+#include "rows.h"
+#include "arrow.h"
+#include "records.h"
+#include "framing.h"
 
 #define EV_HEADER_LEN 19
 
@@ -978,15 +982,15 @@ static PyMethodDef RowsScanner_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static PyTypeObject RowsScannerType = {
+PyTypeObject RowsScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.RowsScanner",
+    .tp_name = "binlake._speedups._core.RowsScanner",
     .tp_basicsize = sizeof(RowsScanner),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "RowsScanner(make_header, make_rows_event, kinds, tables, post_header_lens"
               "[, make_xid, make_maria_gtid[, make_table_map]]): common rows events (and, given "
               "the makers, XID, MariaDB GTID and already parsed TABLE_MAP events) framed, "
-              "checked and decoded in C (see event_rows.h).",
+              "checked and decoded in C (see event_rows.c).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)RowsScanner_init,
     .tp_dealloc = (destructor)RowsScanner_dealloc,
@@ -998,7 +1002,7 @@ static PyTypeObject RowsScannerType = {
     .tp_methods = RowsScanner_methods,
 };
 
-static int event_rows_init(void) {
+int event_rows_init(void) {
     s_columns = PyUnicode_InternFromString("columns");
     s_row_decoders = PyUnicode_InternFromString("row_decoders");
     s_schema = PyUnicode_InternFromString("schema");
@@ -1010,4 +1014,3 @@ static int event_rows_init(void) {
     return PyType_Ready(&RowsScannerType);
 }
 
-#endif  /* BINLAKE_SPEEDUPS_EVENT_ROWS_H */

@@ -14,10 +14,18 @@
  * formatter for that column, and a record that is not the common shape (a statement or DDL
  * record, images already turned into dicts, no TABLE_MAP) by the twin itself, whole.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_JSONL_LINES_H
-#define BINLAKE_SPEEDUPS_JSONL_LINES_H
+ * A compilation unit; records.h declares what it gives the others. */
+#include "common.h"
+#include <datetime.h>
+#include <math.h>
+#include "text.h"
+#include "utf8.h"
+#include "records.h"
+
+int jsonl_init(void) {
+    PyDateTime_IMPORT;
+    return PyDateTimeAPI == NULL ? -1 : 0;
+}
 
 /* A plan's value kinds (cdcjson.jsonl_plan), one byte per column */
 enum { JK_GENERIC = 0, JK_ANY = 1, JK_FLOAT = 2, JK_DECIMAL = 3, JK_DATE = 4, JK_DATETIME = 5,
@@ -398,12 +406,12 @@ typedef int (*jl_writer)(Buf *, PyObject *, PyObject *, PyObject **, PyObject **
 static PyObject *jl_records(PyObject *args, jl_writer write);
 
 /* jsonl_records(records, plan_for, line_of) -> bytes: the records' JSON lines, UTF-8. */
-static PyObject *jsonl_records(PyObject *mod, PyObject *args) {
+PyObject *jsonl_records(PyObject *mod, PyObject *args) {
     return jl_records(args, jl_record);
 }
 
 /* text_records(records, plan_for, line_of) -> bytes: their lines of --output text. */
-static PyObject *text_records(PyObject *mod, PyObject *args) {
+PyObject *text_records(PyObject *mod, PyObject *args) {
     return jl_records(args, tl_record);
 }
 
@@ -447,4 +455,3 @@ done:
     return res;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_JSONL_LINES_H */

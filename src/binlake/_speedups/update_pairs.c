@@ -16,13 +16,10 @@
  * anyway), a value decoded by a Python call (its width is not known without it) and, for
  * Python values, a JSON document (a mutable dict or list) are decoded as before.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_UPDATE_PAIRS_H
-#define BINLAKE_SPEEDUPS_UPDATE_PAIRS_H
+ * A compilation unit; rows.h declares what it gives the others. */
+#include "common.h"
+#include "rows.h"
 
-/* Up to this many columns the spans live on the stack (a table's usual width). */
-#define SPANS_ON_STACK 64
 
 /* Whether column i may be shared: decoded alike on both sides, by an op whose value
    depends on its bytes alone (json: as JSON text, which a JSON document's is too). The
@@ -44,7 +41,7 @@ static int span_shares(const ColOp *bop, const ColOp *aop, int json) {
 
 /* The spans of an update event's two decoders, `share` set per column; NULL (no sharing,
    nothing raised) when the decoders do not cover the same columns. Free with spans_free. */
-static Span *spans_plan(RowDecoder *bdec, RowDecoder *adec, int json, Span *stack) {
+Span *spans_plan(RowDecoder *bdec, RowDecoder *adec, int json, Span *stack) {
     Py_ssize_t ncols = bdec->ncols;
     if (adec->ncols != ncols) return NULL;
     Span *spans = ncols <= SPANS_ON_STACK ? stack : PyMem_Malloc(ncols * sizeof(Span));
@@ -58,14 +55,14 @@ static Span *spans_plan(RowDecoder *bdec, RowDecoder *adec, int json, Span *stac
     return any ? spans : NULL;
 }
 
-static void spans_free(Span *spans, Span *stack) {
+void spans_free(Span *spans, Span *stack) {
     if (spans != NULL && spans != stack) PyMem_Free(spans);
 }
 
 /* The width of column i's after value at b[p] if its bytes are the before value's, else
    -1 (a truncated value too: the decoding that follows raises the located error). */
-static Py_ssize_t span_same(const Span *sp, const ColOp *op, PyObject *bufobj,
-                            const unsigned char *b, Py_ssize_t n, Py_ssize_t p) {
+Py_ssize_t span_same(const Span *sp, const ColOp *op, PyObject *bufobj,
+                     const unsigned char *b, Py_ssize_t n, Py_ssize_t p) {
     if (!sp->share || sp->at < 0) return -1;
     Py_ssize_t q = p;
     if (skip_value(op, bufobj, b, n, &q) < 0) { PyErr_Clear(); return -1; }
@@ -75,9 +72,9 @@ static Py_ssize_t span_same(const Span *sp, const ColOp *op, PyObject *bufobj,
 
 /* An update's (before, after) pairs of [p, end) appended to `out` (many_into's update
    case for Python values); returns where they end, or -1 with an exception. */
-static Py_ssize_t pairs_into(RowDecoder *bdec, RowDecoder *adec, PyObject *bufobj,
-                             const unsigned char *b, Py_ssize_t p, Py_ssize_t end,
-                             PyObject *out) {
+Py_ssize_t pairs_into(RowDecoder *bdec, RowDecoder *adec, PyObject *bufobj,
+                      const unsigned char *b, Py_ssize_t p, Py_ssize_t end,
+                      PyObject *out) {
     Span stack[SPANS_ON_STACK];
     Span *spans = spans_plan(bdec, adec, 0, stack);
     while (p < end) {
@@ -95,4 +92,3 @@ static Py_ssize_t pairs_into(RowDecoder *bdec, RowDecoder *adec, PyObject *bufob
     return p;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_UPDATE_PAIRS_H */

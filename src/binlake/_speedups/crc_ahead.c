@@ -309,7 +309,7 @@ static PyMemberDef CrcAhead_members[] = {
 
 static PyTypeObject CrcAheadType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.CrcAhead",
+    .tp_name = "binlake._speedups._core.CrcAhead",
     .tp_basicsize = sizeof(CrcAhead),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "CrcAhead(start): a thread that checks a binlog file's event checksums from "

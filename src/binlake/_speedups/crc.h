@@ -1,6 +1,6 @@
 /* The checksums, two compilation units of their own: crc32.c (zlib's CRC32, vectorised
  * where the CPU can) and crc_ahead.c (CrcAhead: a file's checksums checked by a thread
- * ahead of the decoder). What the rest of the module (_speedups.c, event_rows.h) calls. */
+ * ahead of the decoder). What the rest of the module (module.c, event_rows.c) calls. */
 #ifndef BINLAKE_SPEEDUPS_CRC_H
 #define BINLAKE_SPEEDUPS_CRC_H
 

@@ -6,14 +6,14 @@
  * MiB of images would have left the caches, and the copy would read them back from
  * memory. An ImageColumn copies an event's images when the event is added, while the decoder's
  * writes are still in cache, and the event's ImageRows buffers go back to their pool
- * (image_rows.h) at once, warm for the next event. The column's data goes to Arrow without
+ * (image_rows.c) at once, warm for the next event. The column's data goes to Arrow without
  * a copy: an ImageData, whose memory goes back to col_pool when Arrow lets go of it, so the
  * next batch's column is written into pages already there.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_IMAGE_COLUMN_H
-#define BINLAKE_SPEEDUPS_IMAGE_COLUMN_H
+ * A compilation unit; arrow.h declares what it gives the others. */
+#include "common.h"
+#include "text.h"
+#include "arrow.h"
 
 static Pooled col_pool_slots[8];
 static BufPool col_pool = {col_pool_slots, 8, 0, 0, (Py_ssize_t)64 << 20};
@@ -43,9 +43,9 @@ static Py_ssize_t ImageData_len(ImageData *self) { return self->len; }
 static PyBufferProcs ImageData_as_buffer = {.bf_getbuffer = (getbufferproc)ImageData_getbuffer};
 static PySequenceMethods ImageData_as_sequence = {.sq_length = (lenfunc)ImageData_len};
 
-static PyTypeObject ImageDataType = {
+PyTypeObject ImageDataType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageData",
+    .tp_name = "binlake._speedups._core.ImageData",
     .tp_basicsize = sizeof(ImageData),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The data of a finished ImageColumn (read-only buffer); its memory is reused "
@@ -55,16 +55,6 @@ static PyTypeObject ImageDataType = {
     .tp_as_sequence = &ImageData_as_sequence,
 };
 
-typedef struct {
-    PyObject_HEAD
-    Buf data;                /* the images back to back */
-    int32_t *off;            /* off[i + 1]: where row i's image ends (off[0] = 0) */
-    Py_ssize_t n, offcap;    /* rows; room in off */
-    unsigned char *bits;     /* validity, a bit per row; NULL while no row is null */
-    Py_ssize_t bitcap, nulls;
-} ImageColumn;
-
-static PyTypeObject ImageColumnType;
 
 static void ImageColumn_dealloc(ImageColumn *self) {
     pool_put(&col_pool, self->data.p, self->data.cap);
@@ -105,7 +95,7 @@ static void col_valid(ImageColumn *c, Py_ssize_t k) {
 }
 
 /* k null rows at the end: the bits are made on the first null (every row before valid). */
-static int col_nulls(ImageColumn *c, Py_ssize_t k) {
+int col_nulls(ImageColumn *c, Py_ssize_t k) {
     if (k <= 0) return 0;
     if (c->bits == NULL) {
         Py_ssize_t cap = 64;
@@ -136,7 +126,7 @@ static int col_data(ImageColumn *c, Py_ssize_t extra) {
 }
 
 /* One image (bytes) or null (None) at the end. */
-static int col_append(ImageColumn *c, PyObject *v) {
+int col_append(ImageColumn *c, PyObject *v) {
     if (v == Py_None) return col_nulls(c, 1);
     if (!PyBytes_Check(v)) {
         PyErr_Format(PyExc_TypeError, "row images must be bytes or None, not %.100s",
@@ -227,8 +217,8 @@ static void col_copy(char *dst, const char *src, size_t len) { memcpy(dst, src, 
 
 /* Rows [start, stop) of an ImageRows' side at the end, one copy (col_copy); the bytes
    copied, or -1 with an exception. */
-static Py_ssize_t col_run(ImageColumn *c, ImageRows *rows, int side, Py_ssize_t start,
-                          Py_ssize_t stop) {
+Py_ssize_t col_run(ImageColumn *c, ImageRows *rows, int side, Py_ssize_t start,
+                   Py_ssize_t stop) {
     if (side < 0 || side >= rows->sides || start < 0 || stop < start || stop > rows->n) {
         PyErr_SetString(PyExc_ValueError, "image run out of range");
         return -1;
@@ -312,9 +302,9 @@ static PyGetSetDef ImageColumn_getset[] = {
 
 static PySequenceMethods ImageColumn_as_sequence = {.sq_length = (lenfunc)ImageColumn_len};
 
-static PyTypeObject ImageColumnType = {
+PyTypeObject ImageColumnType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageColumn",
+    .tp_name = "binlake._speedups._core.ImageColumn",
     .tp_basicsize = sizeof(ImageColumn),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An Arrow string column of row images (UTF-8 JSON), written row by row or a "
@@ -333,7 +323,7 @@ static PyTypeObject ImageColumnType = {
    alone costs a Python process more than a batch's flush). kind 'q' int64 (each value times
    `scale`), 'i' int32, 's' string (UTF-8; offsets returned too). None is a null, or `fill`
    when fill is not None (numbers only). */
-static PyObject *run_column(PyObject *mod, PyObject *args) {
+PyObject *run_column(PyObject *mod, PyObject *args) {
     PyObject *values, *fill;
     Py_buffer ends = {0};
     int kind;
@@ -437,4 +427,3 @@ done:
     return res;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_IMAGE_COLUMN_H */

@@ -1,9 +1,10 @@
-/* The RowDecoder type: __call__, many, json_many, count, construction (json_rows: image_rows.h).
+/* The RowDecoder type: __call__, many, json_many, count, construction (json_rows: image_rows.c).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_ROW_DECODER_H
-#define BINLAKE_SPEEDUPS_ROW_DECODER_H
+ * A compilation unit; rows.h declares what it gives the others. */
+#include "common.h"
+#include <structmember.h>
+#include "rows.h"
+#include "arrow.h"
 
 static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw) {
     PyObject *bufobj;
@@ -21,8 +22,8 @@ static PyObject *RowDecoder_call(RowDecoder *self, PyObject *args, PyObject *kw)
 
 /* The buffer of many()/json_many()/count(), [p, end) clamped to it; -1 (view released)
    when it has no buffer or an image of no columns would have to fill bytes. */
-static int rows_view(RowDecoder *self, PyObject *bufobj, Py_buffer *view, Py_ssize_t *p,
-                     Py_ssize_t *end) {
+int rows_view(RowDecoder *self, PyObject *bufobj, Py_buffer *view, Py_ssize_t *p,
+              Py_ssize_t *end) {
     if (PyObject_GetBuffer(bufobj, view, PyBUF_SIMPLE) < 0) return -1;
     if (*end > view->len) *end = view->len;
     if (*p < 0) *p = 0;
@@ -34,19 +35,15 @@ static int rows_view(RowDecoder *self, PyObject *bufobj, Py_buffer *view, Py_ssi
     return 0;
 }
 
-typedef PyObject *(*row_fn)(RowDecoder *, PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t *);
 
 /* many()/json_many(): every row image in [pos, end) appended to `out` (with `after`:
    (before, after) pairs of an update), as value tuples or as JSON bytes. */
 /* Append each row image of [p, end) to `out` (pairs with `adec`, an update's after
    image); returns where the images end, or -1 with an exception. Shared by many(),
-   json_many() and the rows-event scanner (event_rows.h). */
-static Py_ssize_t pairs_into(RowDecoder *bdec, RowDecoder *adec, PyObject *bufobj,
-                             const unsigned char *b, Py_ssize_t p, Py_ssize_t end,
-                             PyObject *out);  /* update_pairs.h */
+   json_many() and the rows-event scanner (event_rows.c). */
 
-static Py_ssize_t many_into(RowDecoder *self, RowDecoder *adec, row_fn one, PyObject *bufobj,
-                            const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject *out) {
+Py_ssize_t many_into(RowDecoder *self, RowDecoder *adec, row_fn one, PyObject *bufobj,
+                     const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject *out) {
     if (adec != NULL && one == decode_row)  /* an update: unchanged values decoded once */
         return pairs_into(self, adec, bufobj, b, p, end, out);
     while (p < end) {
@@ -118,8 +115,8 @@ static int32_t op_width(const ColOp *op) {
     }
 }
 
-static int skip_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
-                      Py_ssize_t *pp) {
+int skip_value(const ColOp *op, PyObject *bufobj, const unsigned char *b, Py_ssize_t n,
+               Py_ssize_t *pp) {
     Py_ssize_t p = *pp, len;
     int32_t w = op_width(op);
     if (w > 0) {
@@ -200,8 +197,8 @@ static int skip_row_slow(RowDecoder *self, PyObject *bufobj, const unsigned char
    [pos, end), walked but not decoded. */
 /* The row images (pairs with `adec`) of [*pp, end) walked: how many, *pp moved to their
    end; -1 with an exception. */
-static Py_ssize_t count_rows(RowDecoder *self, RowDecoder *adec, PyObject *bufobj,
-                             const unsigned char *b, Py_ssize_t *pp, Py_ssize_t end) {
+Py_ssize_t count_rows(RowDecoder *self, RowDecoder *adec, PyObject *bufobj,
+                      const unsigned char *b, Py_ssize_t *pp, Py_ssize_t end) {
     Py_ssize_t rows = 0;
     while (*pp < end) {
         if (skip_row(self, bufobj, b, end, pp) < 0) return -1;
@@ -344,7 +341,6 @@ fail:
     return -1;
 }
 
-static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args);  /* image_rows.h */
 
 static PyMethodDef RowDecoder_methods[] = {
     {"many", (PyCFunction)RowDecoder_many, METH_VARARGS,
@@ -361,9 +357,9 @@ static PyMethodDef RowDecoder_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static PyTypeObject RowDecoderType = {
+PyTypeObject RowDecoderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.RowDecoder",
+    .tp_name = "binlake._speedups._core.RowDecoder",
     .tp_basicsize = sizeof(RowDecoder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A compiled row-image decoder for one table shape: decoder(buf, pos) -> (row, pos).",
@@ -374,4 +370,3 @@ static PyTypeObject RowDecoderType = {
     .tp_methods = RowDecoder_methods,
 };
 
-#endif  /* BINLAKE_SPEEDUPS_ROW_DECODER_H */

@@ -1,9 +1,84 @@
 /* Row bytes -> CDC JSON text per value and per row (the Arrow/Spark path).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_JSON_ROWS_H
-#define BINLAKE_SPEEDUPS_JSON_ROWS_H
+ * A compilation unit; rows.h declares what it gives the others. */
+#include "common.h"
+#include <math.h>
+#include "text.h"
+#include "utf8.h"
+#include "rows.h"
+
+/* A value's JSON text from the column's Python formatter (fallback paths). */
+static int put_fmt(Buf *o, const ColOp *op, PyObject *value) {
+    if (value == NULL) return -1;
+    PyObject *text = PyObject_CallOneArg(op->fmt, value);
+    Py_DECREF(value);
+    if (text == NULL) return -1;
+    if (!PyUnicode_Check(text)) {
+        Py_DECREF(text);
+        PyErr_SetString(PyExc_TypeError, "column formatter must return str");
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(text, &n);
+    int rc = u == NULL ? -1 : put(o, u, n);
+    Py_DECREF(text);
+    return rc;
+}
+
+static int put_fmt_decoded(Buf *o, const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                           Py_ssize_t n, Py_ssize_t *pp) {
+    return put_fmt(o, op, decode_value(op, bufobj, b, n, pp));
+}
+
+static int put_utf8_code(Buf *o, uint32_t cp) {
+    char t[4];
+    int k;
+    if (cp < 0x80) { t[0] = (char)cp; k = 1; }
+    else if (cp < 0x800) { t[0] = (char)(0xC0 | (cp >> 6)); t[1] = (char)(0x80 | (cp & 63)); k = 2; }
+    else if (cp < 0x10000) {
+        t[0] = (char)(0xE0 | (cp >> 12)); t[1] = (char)(0x80 | ((cp >> 6) & 63));
+        t[2] = (char)(0x80 | (cp & 63)); k = 3;
+    } else {
+        t[0] = (char)(0xF0 | (cp >> 18)); t[1] = (char)(0x80 | ((cp >> 12) & 63));
+        t[2] = (char)(0x80 | ((cp >> 6) & 63)); t[3] = (char)(0x80 | (cp & 63)); k = 4;
+    }
+    return put(o, t, k);
+}
+
+static int put_text(Buf *o, const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                    Py_ssize_t n, Py_ssize_t *pp, const unsigned char *s, Py_ssize_t len) {
+    switch (op->c) {
+    case TXT_UTF8:
+    case TXT_UTF8_OR_BYTES: {
+        Py_ssize_t save = o->len;
+        if (putch(o, '"') < 0) return -1;
+        int ok = put_utf8_escaped(o, s, len);
+        if (ok < 0) return -1;
+        if (ok) return putch(o, '"');
+        o->len = save;
+        if (op->c == TXT_UTF8_OR_BYTES) return put_base64(o, s, len);
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);  /* raises the UnicodeDecodeError */
+    }
+    case TXT_CHARMAP: {
+        Py_ssize_t save = o->len;
+        if (putch(o, '"') < 0) return -1;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            uint32_t cp = op->charmap[s[i]];
+            if (cp == 0xFFFE) { o->len = save; return put_fmt_decoded(o, op, bufobj, b, n, pp); }
+            if (cp < 0x80) {
+                if (cp >= 0x20 && cp != '"' && cp != '\\') { if (putch(o, (char)cp) < 0) return -1; }
+                else { unsigned char c = (unsigned char)cp; if (put_escaped(o, &c, 1) < 0) return -1; }
+            } else if (put_utf8_code(o, cp) < 0) return -1;
+        }
+        return putch(o, '"');
+    }
+    case TXT_BYTES:
+        return put_base64(o, s, len);
+    default:
+        return put_fmt_decoded(o, op, bufobj, b, n, pp);
+    }
+}
+
 
 static int put_decimal(Buf *o, const ColOp *op, const unsigned char *s) {
     int intg = op->a - op->b, scale = op->b, neg;
@@ -207,11 +282,11 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
 
 /* One row image at *pp appended to `o` as JSON object text; advances *pp. On error `o`
    may hold part of the image: callers drop it (encode_row resets, json_rows frees). For an
-   update's images (update_pairs.h), with `spans`: a before image (`from` NULL) notes where
+   update's images (update_pairs.c), with `spans`: a before image (`from` NULL) notes where
    each value lay and where its text went in `o`; an after image copies the text, from the
    before image's buffer `from`, of each value whose bytes are the same. */
-static int write_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                           Py_ssize_t n, Py_ssize_t *pp, Buf *o, Span *spans, const char *from) {
+int write_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                    Py_ssize_t n, Py_ssize_t *pp, Buf *o, Span *spans, const char *from) {
     Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, w;
     NEEDI(nb);
     const unsigned char *nulls = b + p;
@@ -253,8 +328,8 @@ static int write_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
 }
 
 /* One row image at *pp -> the JSON object text as bytes; advances *pp. */
-static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                            Py_ssize_t n, Py_ssize_t *pp) {
+PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                     Py_ssize_t n, Py_ssize_t *pp) {
     Buf *o = &self->out;
     o->len = 0;
     if (write_row(self, bufobj, b, n, pp, o) < 0) return NULL;
@@ -267,7 +342,7 @@ static PyObject *encode_row(RowDecoder *self, PyObject *bufobj, const unsigned c
     return img;
 }
 
-static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
+PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
     PyObject *bufobj;
     Py_ssize_t p;
     Py_buffer view;
@@ -281,4 +356,3 @@ static PyObject *RowDecoder_json(RowDecoder *self, PyObject *args) {
     return Py_BuildValue("(Nn)", img, p);
 }
 
-#endif  /* BINLAKE_SPEEDUPS_JSON_ROWS_H */

@@ -12,47 +12,36 @@
  * ValueError (truncated or malformed image), UnicodeDecodeError or binlake's DecodeError;
  * rows.py adds the table and the row number.
  *
- * The code lives in the speedups/ headers, included below in order as one translation unit:
- * common (ops, the decoder object), utf8 (UTF-8 -> str, AVX-512 or AVX2 when the CPU has it),
- * values (bytes -> Python values), json_text, float_text and json_rows (bytes -> CDC JSON
- * text), row_decoder (the type and its methods), update_pairs (an update's after image
- * decoded with its before image: unchanged values not decoded twice), image_rows (an
- * event's JSON images packed; the buffer pools), image_column (a CDC batch's Arrow columns:
- * its images copied in as events come, its per-event fields expanded over their rows),
- * cdc_segments (a CDC batch's per-event fields, a rows event or a record taken in one call),
- * objects (records and SlotMaker), jsonl_lines (lists of records as the lines of --output
- * jsonl and text) and event_rows (the common rows event framed, checked and decoded whole);
- * this file holds the module itself. The checksums are compilation units of their own,
- * declared in speedups/crc.h: crc32.c (CRC32) and crc_ahead.c (checked by a thread ahead
- * of the decoder).
+ * This file is the module `_core`: configure() and the method table. The code is in
+ * compilation units by concern, each group with a small header of what it gives the others
+ * (common.h: what they all share):
+ *   crc.h      crc32.c (CRC32, vectorised where the CPU can), crc_ahead.c (a file's
+ *              checksums checked by a thread ahead of the decoder)
+ *   utf8.h     utf8.c (UTF-8 -> str, the JSON writer's check and escaping; AVX-512 or AVX2
+ *              when the CPU has it, utf8_avx2.h)
+ *   text.h     json_text.c, float_text.c (JSON text: buffers, escaping, base64, floats)
+ *   rows.h     values.c (bytes -> Python values), json_rows.c (bytes -> CDC JSON text),
+ *              row_decoder.c (the RowDecoder type), update_pairs.c (an update's after image
+ *              decoded with its before image: unchanged values not decoded twice)
+ *   arrow.h    image_rows.c (an event's JSON images packed; the buffer pools),
+ *              image_column.c (a CDC batch's Arrow image columns), cdc_segments.c (its
+ *              per-event fields, a rows event or a record taken in one call)
+ *   records.h  objects.c (records and SlotMaker), jsonl_lines.c (lists of records as the
+ *              lines of --output jsonl and text)
+ *   framing.h  event_rows.c (the common rows event framed, checked and decoded whole)
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <datetime.h>
-#include <structmember.h>
-#include <stdint.h>
-#include <string.h>
-#include <math.h>
-#include <stdlib.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "common.h"
+#include "crc.h"
+#include "utf8.h"
+#include "text.h"
+#include "rows.h"
+#include "arrow.h"
+#include "records.h"
+#include "framing.h"
 
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "binlake._speedups assumes a little-endian host (the pure-Python decoder is used otherwise)"
-#endif
-
-#include "speedups/common.h"
-#include "speedups/utf8.h"
-#include "speedups/values.h"
-#include "speedups/json_text.h"
-#include "speedups/float_text.h"
-#include "speedups/json_rows.h"
-#include "speedups/row_decoder.h"
-#include "speedups/update_pairs.h"
-#include "speedups/image_rows.h"
-#include "speedups/image_column.h"
-#include "speedups/cdc_segments.h"
+PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
+PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
+PyObject *g_time_fields[5];
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
     PyObject *absent, *decimal, *mysqltime, *decode_error, *date_fb, *dt2_fb, *ts2_fb;
@@ -69,11 +58,6 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
 #undef SET
     Py_RETURN_NONE;
 }
-
-#include "speedups/objects.h"
-#include "speedups/jsonl_lines.h"
-#include "speedups/crc.h"
-#include "speedups/event_rows.h"
 
 static PyMethodDef module_methods[] = {
     {"set_pow10", set_pow10, METH_O,
@@ -115,15 +99,14 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_speedups", "binlake's C row-image decoder (see rowcodec.py).", -1,
+    PyModuleDef_HEAD_INIT, "_core", "binlake's C row-image decoder (see rowcodec.py).", -1,
     module_methods
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) {
-    PyDateTime_IMPORT;
+PyMODINIT_FUNC PyInit__core(void) {
     utf8_simd_init();
     crc32_init();
-    if (PyDateTimeAPI == NULL) return NULL;
+    if (values_init() < 0 || jsonl_init() < 0) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
         || PyType_Ready(&ImageRowsType) < 0 || PyType_Ready(&ImageColumnType) < 0
         || PyType_Ready(&ImageDataType) < 0

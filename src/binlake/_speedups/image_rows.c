@@ -3,41 +3,28 @@
  * Why: a bytes object per image costs an allocation, a copy and a free per row, and the
  * images would be copied once more into the Arrow column. ImageRows keeps an event's images
  * back to back (an update's before and after images on two sides), and an ImageColumn
- * (image_column.h) copies a whole run of them into its column with one memcpy. ImageRows
+ * (image_column.c) copies a whole run of them into its column with one memcpy. ImageRows
  * still reads as the list of rows it replaces (len, index, iterate, compare): bytes per
  * image, (before, after) pairs for an update, built on access.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_IMAGE_ROWS_H
-#define BINLAKE_SPEEDUPS_IMAGE_ROWS_H
-
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t n;            /* rows */
-    int sides;               /* 2 for an update (before, after), else 1 */
-    char *data[2];           /* each side's images back to back */
-    Py_ssize_t cap[2];       /* the size of data[s] (it goes back to the pool whole) */
-    Py_ssize_t *ends[2];     /* ends[s][i]: where image i of side s ends in data[s] */
-} ImageRows;
-
-static PyTypeObject ImageRowsType;
+ * A compilation unit; arrow.h declares what it gives the others. */
+#include "common.h"
+#include "text.h"
+#include "rows.h"
+#include "arrow.h"
 
 /* Freed buffers kept for reuse (all under the GIL): the image buffers of freed ImageRows
- * (img_pool) and the data of freed Arrow image columns (col_pool, image_column.h).
+ * (img_pool) and the data of freed Arrow image columns (col_pool, image_column.c).
  *
  * Why: a CDC batch holds some MiB of images, all freed at once when it is flushed or
  * dropped; malloc would give that memory back to the OS (the heap's top trimmed, a big
  * block unmapped) and the next batch's images would be written into fresh pages, each one
  * faulted in and zeroed by the kernel. Bounded: at most `slots` buffers and `limit` bytes
- * in a pool; what does not fit is freed. */
-typedef struct { char *p; Py_ssize_t cap; } Pooled;
-typedef struct { Pooled *slot; int slots, n; Py_ssize_t bytes, limit; } BufPool;
-
+ * in a pool; what does not fit is freed. (Pooled and BufPool: arrow.h.) */
 static Pooled img_pool_slots[256];
 static BufPool img_pool = {img_pool_slots, 256, 0, 0, (Py_ssize_t)32 << 20};
 
-static void pool_put(BufPool *pool, char *p, Py_ssize_t cap) {
+void pool_put(BufPool *pool, char *p, Py_ssize_t cap) {
     if (p == NULL) return;
     if (pool->n < pool->slots && pool->bytes + cap <= pool->limit) {
         pool->slot[pool->n].p = p;
@@ -52,7 +39,7 @@ static void pool_put(BufPool *pool, char *p, Py_ssize_t cap) {
 /* An empty buffer of at least `want` bytes from the pool into *b: the smallest that fits,
    and, with `close` set, not over four times `want` (a small event must not pin a big
    buffer); b is left as it is when none fits. */
-static void pool_take(BufPool *pool, Buf *b, Py_ssize_t want, int close) {
+void pool_take(BufPool *pool, Buf *b, Py_ssize_t want, int close) {
     int best = -1;
     for (int i = pool->n - 1; i >= 0; i--) {
         Py_ssize_t cap = pool->slot[i].cap;
@@ -182,9 +169,9 @@ static PyMappingMethods ImageRows_as_mapping = {
     .mp_subscript = (binaryfunc)ImageRows_subscript,
 };
 
-static PyTypeObject ImageRowsType = {
+PyTypeObject ImageRowsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.ImageRows",
+    .tp_name = "binlake._speedups._core.ImageRows",
     .tp_basicsize = sizeof(ImageRows),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A rows event's JSON images, packed; reads as the list of rows (bytes per image, "
@@ -215,7 +202,7 @@ static int side_mark(Side *sd, Py_ssize_t i) {
 
 /* json_rows(buf, pos, end[, after]) -> (ImageRows, pos): like json_many(), every image of
    [pos, end) written straight into the event's packed buffers. */
-static PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
+PyObject *RowDecoder_json_rows(RowDecoder *self, PyObject *args) {
     PyObject *bufobj, *after = Py_None;
     Py_ssize_t p, end;
     Py_buffer view;
@@ -285,4 +272,3 @@ fail_released:
     return NULL;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_IMAGE_ROWS_H */

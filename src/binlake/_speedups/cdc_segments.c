@@ -11,12 +11,11 @@
  * JSON, a statement record, columns kept as Python lists), which the builder's Python
  * takes as before; segment() and segment_rows() record what that Python adds.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_CDC_SEGMENTS_H
-#define BINLAKE_SPEEDUPS_CDC_SEGMENTS_H
+ * A compilation unit; arrow.h declares what it gives the others. */
+#include "common.h"
+#include <structmember.h>
+#include "arrow.h"
 
-typedef struct { int32_t *p; Py_ssize_t n, cap; } I32s;
 
 static int i32_room(I32s *a, Py_ssize_t k) {
     if (a->n + k <= a->cap) return 0;
@@ -79,18 +78,6 @@ static const char *const RC_NAMES[RC_N] = {"op", "schema", "table", "file", "pos
                                            "_after", "table_map"};
 static SlotCache g_ev_slots, g_tm_slots, g_hd_slots, g_rc_slots;
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *segs;        /* list: per segment (op, schema, table, file, pos, end_pos, inner,
-                              gtid, ts, file index, query, ddl) */
-    I32s ends;             /* rows up to each segment's end */
-    I32s rows;             /* per row: its row number in its event */
-    Py_ssize_t nbytes;     /* bytes of images added */
-    PyObject *fidx;        /* dict: file -> file index (the builder's own) */
-    PyObject *file_index;  /* file -> file index, for a file not in fidx yet */
-} CdcSegments;
-
-static PyTypeObject CdcSegmentsType;
 
 static PyObject *CdcSegments_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *fidx, *file_index;
@@ -200,12 +187,12 @@ static PyObject *seg_fields(CdcSegments *self, PyObject *op, PyObject *schema, P
 /* Rows [start, stop) of a rows event's packed images as one segment (kind 0 insert,
    1 update, 2 delete; `op` its name): the images into their columns, the segment's fields
    once. The bytes of images added, or -1. Shared by event() and the RowsScanner's segments
-   mode (event_rows.h), which adds rows events without making event objects. */
-static Py_ssize_t seg_rows(CdcSegments *self, ImageColumn *before, ImageColumn *after,
-                           ImageRows *rows, int kind, Py_ssize_t start, Py_ssize_t stop,
-                           PyObject *op, PyObject *schema, PyObject *table, PyObject *file,
-                           PyObject *pos, PyObject *end, PyObject *inner, PyObject *gtid,
-                           PyObject *ts) {
+   mode (event_rows.c), which adds rows events without making event objects. */
+Py_ssize_t seg_rows(CdcSegments *self, ImageColumn *before, ImageColumn *after,
+                    ImageRows *rows, int kind, Py_ssize_t start, Py_ssize_t stop,
+                    PyObject *op, PyObject *schema, PyObject *table, PyObject *file,
+                    PyObject *pos, PyObject *end, PyObject *inner, PyObject *gtid,
+                    PyObject *ts) {
     if (kind == 1 && rows->sides != 2) {
         PyErr_SetString(PyExc_ValueError, "an update's images come in two sides");
         return -1;
@@ -357,9 +344,9 @@ static PyGetSetDef CdcSegments_getset[] = {
 
 static PySequenceMethods CdcSegments_as_sequence = {.sq_length = (lenfunc)CdcSegments_len};
 
-static PyTypeObject CdcSegmentsType = {
+PyTypeObject CdcSegmentsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.CdcSegments",
+    .tp_name = "binlake._speedups._core.CdcSegments",
     .tp_basicsize = sizeof(CdcSegments),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "CdcSegments(fidx, file_index): a CDC batch's per-event fields, run ends and "
@@ -372,4 +359,3 @@ static PyTypeObject CdcSegmentsType = {
     .tp_as_sequence = &CdcSegments_as_sequence,
 };
 
-#endif  /* BINLAKE_SPEEDUPS_CDC_SEGMENTS_H */

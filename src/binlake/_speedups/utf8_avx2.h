@@ -2,16 +2,16 @@
  * before Ice Lake, most cloud machines of those years).
  *
  * Why: without it, every long text on such a CPU goes to CPython's decoder, one character
- * at a time. Same three passes as utf8.h's AVX-512 code, with
+ * at a time. Same three passes as utf8.c's AVX-512 code, with
  * what AVX2 has:
  *   scan and validate, in one pass 32 bytes at a time: characters (bytes that are not
  *            10xxxxxx), the widest lead, and Keiser and Lemire's three lookups per byte pair
- *            (utf8.h's tables);
+ *            (utf8.c's tables);
  *   convert  32-byte blocks, 8 bytes at a time: the characters that start in those 8 bytes
  *            get their 4 first bytes gathered into 32-bit lanes by one byte shuffle of a
  *            16-byte load (a 256-entry table of shuffles, by 8 bits of the lead mask), and
  *            the code points are assembled with two multiply-adds and a variable shift, as
- *            in utf8.h.
+ *            in utf8.c.
  *   both     for a column whose values keep to one kind (utf8_str_hinted): the conversion
  *            with each block's check folded in (utf8_convert_checked_avx2).
  * The steps advance 8 bytes whatever the characters: a character that runs into the next
@@ -20,7 +20,7 @@
  * continuation bytes as they are not leads. So no step waits for the previous one to know
  * where it starts, and nothing goes through memory but the text and the result.
  *
- * Included by utf8.h inside its x86 block (it uses utf8.h's tables). */
+ * A part of utf8.c, included inside its x86 block (it uses utf8.c's tables). */
 #ifndef BINLAKE_SPEEDUPS_UTF8_AVX2_H
 #define BINLAKE_SPEEDUPS_UTF8_AVX2_H
 
@@ -62,7 +62,7 @@ static void utf8_avx2_tables_init(void) {
 #define U8_BEFORE_AVX2(cur, prev, k) \
     _mm256_alignr_epi8((cur), _mm256_permute2x128_si256((prev), (cur), 0x21), 16 - (k))
 
-/* The check of utf8_valid_long's method (see utf8.h), 32 bytes at a time: its constants,
+/* The check of utf8_valid_long's method (see utf8.c), 32 bytes at a time: its constants,
    loaded once per text. */
 typedef struct {
     __m256i nib, prev_high, prev_low, this_high, tail_max, due3, due4, high;
@@ -84,7 +84,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void u8check_avx2_init(
 }
 
 /* The errors of block `cur` (not all ASCII) given the 32 bytes before it, `prev`: Keiser
-   and Lemire's three lookups per byte pair (utf8.h's tables), and where a byte must be a
+   and Lemire's three lookups per byte pair (utf8.c's tables), and where a byte must be a
    3rd or 4th one. Zero if none. */
 AVX2_TARGET static inline __attribute__((always_inline)) __m256i u8check_avx2_errors(
         const U8CheckAvx2 *c, __m256i cur, __m256i prev) {
@@ -171,7 +171,7 @@ AVX2_TARGET static inline unsigned u8_top_of_avx2(__m256i mx) {
 }
 
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not: utf8_valid_long's
-   method (see utf8.h) 32 bytes at a time. With `chars` set, also the character count and
+   method (see utf8.c) 32 bytes at a time. With `chars` set, also the character count and
    the widest lead (one read of the text). */
 AVX2_TARGET static inline __attribute__((always_inline)) int utf8_valid_avx2_scan(
         const char *text, Py_ssize_t n, Py_ssize_t *chars, unsigned *maxbyte) {
@@ -194,7 +194,7 @@ AVX2_TARGET static int utf8_valid_avx2(const char *text, Py_ssize_t n) {
     return utf8_valid_avx2_scan(text, n, NULL, NULL);
 }
 
-/* The character count and the widest lead and the check, in one pass (as utf8.h's
+/* The character count and the widest lead and the check, in one pass (as utf8.c's
    utf8_scan_valid_512): 1 if valid (*chars, *maxbyte set), 0 if not (they are not). */
 AVX2_TARGET static int utf8_scan_valid_avx2(const char *text, Py_ssize_t n, Py_ssize_t *chars,
                                             unsigned *maxbyte) {
@@ -385,7 +385,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) Py_ssize_t utf8_convert
     return o;
 }
 
-/* Both passes in one (utf8.h's utf8_convert_checked, with AVX2), for text whose str is
+/* Both passes in one (utf8.c's utf8_convert_checked, with AVX2), for text whose str is
    expected to be of `kind`: code points into `out` (room for `room`, at least n for any
    valid text), the bytes checked as they go; the character count (*top: their widest
    lead), or -1 if the bytes are not strict UTF-8. Why: the scan's read of a long value is
@@ -400,7 +400,7 @@ AVX2_TARGET static Py_ssize_t utf8_convert_checked_avx2(const uint8_t *s, Py_ssi
 /* JSON string escaping of valid UTF-8 from s[0:n] into *dp, 16 bytes at a time while 16
    are left, no control character comes (those take the caller's scalar path: longer
    escapes) and `limit` leaves room for 64 bytes; returns the bytes consumed. Each 8 bytes
-   with a '"' or '\\' are spread by one byte shuffle from a table (utf8.h's AVX-512 run
+   with a '"' or '\\' are spread by one byte shuffle from a table (utf8.c's AVX-512 run
    does 32 at a time with an expand, which AVX2 does not have). Why: a JSON document in a
    text column has a quote every few bytes, and the 16-byte loop stopped at each one. */
 AVX2_TARGET static Py_ssize_t json_escape_run_avx2(const unsigned char *s, Py_ssize_t n,

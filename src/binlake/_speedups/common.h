@@ -1,9 +1,20 @@
-/* Column ops, the decoder object, shared globals and byte readers.
+/* What every unit of the C core shares: column ops, the decoder object, the Python objects
+ * configure() hands over, and the byte readers (inline: they are the hot loops' steps).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
+ * Each .c file here is a compilation unit; the headers by concern (crc.h, utf8.h, text.h,
+ * rows.h, arrow.h, records.h, framing.h) declare what one concern's units give the others.
+ * They are linked with -fvisibility=hidden: only PyInit__core leaves the module. */
 #ifndef BINLAKE_SPEEDUPS_COMMON_H
 #define BINLAKE_SPEEDUPS_COMMON_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "binlake._speedups assumes a little-endian host (the pure-Python decoder is used otherwise)"
+#endif
 
 enum {
     OP_ABSENT = 0, OP_INT = 1, OP_FLOAT = 2, OP_DOUBLE = 3, OP_YEAR = 4, OP_STR = 5,
@@ -32,7 +43,7 @@ typedef struct {
 
 typedef struct { char *p; Py_ssize_t len, cap; } Buf;
 
-/* Where one value of an update's before image lies (update_pairs.h): its bytes in the event
+/* Where one value of an update's before image lies (update_pairs.c): its bytes in the event
    (at < 0: nowhere to share from: absent, NULL) and, for JSON images, its text in the
    side's buffer; `share`: both sides decode that column alike and its value may be shared. */
 typedef struct { Py_ssize_t at, width, text_at, text_len; int share; } Span;
@@ -49,21 +60,18 @@ typedef struct {
                             only its Python decoder knows (OP_POSCALL) */
 } RowDecoder;
 
-/* configured once from Python: see configure() */
-static PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
-static PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
-static PyObject *g_time_fields[5];
+/* configured once from Python: see configure() (module.c) */
+extern PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
+extern PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
+extern PyObject *g_time_fields[5];
 
 static const int FRAC_BYTES[7] = {0, 1, 1, 2, 2, 3, 3};
 static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
 static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                    100000000, 1000000000};
 
-static int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len) {
-    PyErr_Format(PyExc_ValueError, "row image truncated: %zd bytes needed at offset %zd, %zd left",
-                 need, at, len - at < 0 ? 0 : len - at);
-    return -1;
-}
+/* ValueError: a row image ends before a value's `need` bytes at offset `at` (values.c). */
+int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len);
 
 #define NEEDI(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return -1; } } while (0)
 #define NEED(k) do { if ((k) < 0 || p + (Py_ssize_t)(k) > n) { truncated((k), p, n); return NULL; } } while (0)

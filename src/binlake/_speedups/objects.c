@@ -1,9 +1,9 @@
 /* Objects made without __init__: change records and SlotMaker.
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_OBJECTS_H
-#define BINLAKE_SPEEDUPS_OBJECTS_H
+ * A compilation unit; records.h declares what it gives the others. */
+#include "common.h"
+#include <structmember.h>
+#include "records.h"
 
 /* ---- change records: rows -> record objects without running __init__ ----
  * Why: binlake makes one record per row of the binlog, and calling a Python __init__ for
@@ -11,9 +11,8 @@
  * Python class with __slots__ (its methods and properties are Python); here its instances
  * are allocated and their slots filled directly, at the offsets its own member descriptors
  * give (checked once by record_class()). */
-#define REC_MAX_SLOTS 32
-static PyTypeObject *g_rec_type;
-static Py_ssize_t g_rec_nslots, g_rec_off[REC_MAX_SLOTS];
+PyTypeObject *g_rec_type;
+Py_ssize_t g_rec_nslots, g_rec_off[REC_MAX_SLOTS];
 static Py_ssize_t g_rec_before = -1, g_rec_after = -1, g_rec_row = -1;
 
 /* Offsets of `names`, which must be exactly the object slots of the class and its bases
@@ -56,7 +55,7 @@ static int slot_offsets(PyTypeObject *tp, PyObject *names, Py_ssize_t *off) {
     return 0;
 }
 
-static PyObject *record_class(PyObject *mod, PyObject *args) {
+PyObject *record_class(PyObject *mod, PyObject *args) {
     PyObject *cls, *names;
     if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &names)) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(names), before = -1, after = -1, row = -1;
@@ -84,13 +83,6 @@ static PyObject *record_class(PyObject *mod, PyObject *args) {
    with those slots filled, skipping __init__ (for frozen dataclasses: its object.__setattr__
    per field). For the objects made once per event (headers, rows events), where __init__
    costs more than decoding a small event. */
-typedef struct {
-    PyObject_HEAD
-    PyTypeObject *cls;
-    Py_ssize_t n;
-    Py_ssize_t off[REC_MAX_SLOTS];
-    vectorcallfunc vectorcall;
-} SlotMaker;
 
 static PyObject *SlotMaker_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
                                       PyObject *kwnames) {
@@ -113,7 +105,7 @@ static PyObject *SlotMaker_vectorcall(PyObject *self_, PyObject *const *args, si
 /* A new instance of the maker's class with the first k slots from `first` and the rest from
    `src` (an instance of that very class): TableMapEvent.moved() in C. NULL with no exception
    set when `src` is not of the class or has a slot unset (the caller's general path). */
-static PyObject *slot_copy(SlotMaker *self, PyObject *src, PyObject *const *first, Py_ssize_t k) {
+PyObject *slot_copy(SlotMaker *self, PyObject *src, PyObject *const *first, Py_ssize_t k) {
     if (self->cls == NULL || !Py_IS_TYPE(src, self->cls) || k > self->n) return NULL;
     for (Py_ssize_t i = k; i < self->n; i++)
         if (*(PyObject **)((char *)src + self->off[i]) == NULL) return NULL;
@@ -149,9 +141,9 @@ static void SlotMaker_dealloc(SlotMaker *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyTypeObject SlotMakerType = {
+PyTypeObject SlotMakerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "binlake.binlog.columns._speedups.SlotMaker",
+    .tp_name = "binlake._speedups._core.SlotMaker",
     .tp_basicsize = sizeof(SlotMaker),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "SlotMaker(cls, names)(*values) -> cls instance with its slots set, no __init__.",
@@ -167,8 +159,8 @@ static PyTypeObject SlotMakerType = {
    row), 1 delete (before = row), 2 update (row = (before, after)). The rows must not change
    while this runs (allocation may run the GC and finalizers): a tuple or a list of the
    caller's own. 0, or -1 with an error (the records appended so far stay). */
-static int records_into(PyObject *out, PyObject *const *tmpl, PyObject *const *rows,
-                        Py_ssize_t n, int mode) {
+int records_into(PyObject *out, PyObject *const *tmpl, PyObject *const *rows,
+                 Py_ssize_t n, int mode) {
     if (g_rec_type == NULL || mode < 0 || mode > 2) {
         PyErr_SetString(PyExc_TypeError, "make_records: record_class() not set or bad mode");
         return -1;
@@ -201,7 +193,7 @@ static int records_into(PyObject *out, PyObject *const *tmpl, PyObject *const *r
 }
 
 /* make_records(template, rows, mode) -> list: records_into for a template tuple. */
-static PyObject *make_records(PyObject *mod, PyObject *args) {
+PyObject *make_records(PyObject *mod, PyObject *args) {
     PyObject *tmpl, *rows_arg;
     int mode;
     if (!PyArg_ParseTuple(args, "O!Oi", &PyTuple_Type, &tmpl, &rows_arg, &mode)) return NULL;
@@ -223,4 +215,3 @@ static PyObject *make_records(PyObject *mod, PyObject *args) {
     return out;
 }
 
-#endif  /* BINLAKE_SPEEDUPS_OBJECTS_H */

@@ -1,9 +1,21 @@
 /* Row bytes -> Python values: one value (decode_value), one row (decode_row).
  *
- * Part of _speedups.c: one translation unit, these parts included in order (every
- * function static), so the parts read as modules without a C API between them. */
-#ifndef BINLAKE_SPEEDUPS_VALUES_H
-#define BINLAKE_SPEEDUPS_VALUES_H
+ * A compilation unit; rows.h declares what it gives the others. */
+#include "common.h"
+#include <datetime.h>
+#include "utf8.h"
+#include "rows.h"
+
+int values_init(void) {
+    PyDateTime_IMPORT;
+    return PyDateTimeAPI == NULL ? -1 : 0;
+}
+
+int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len) {
+    PyErr_Format(PyExc_ValueError, "row image truncated: %zd bytes needed at offset %zd, %zd left",
+                 need, at, len - at < 0 ? 0 : len - at);
+    return -1;
+}
 
 static int put_dotted(char *d, const unsigned char *s) {
     int k = 0;
@@ -20,7 +32,7 @@ static int put_dotted(char *d, const unsigned char *s) {
 /* A UUID/INET6/INET4 value (len <= width bytes; the missing trailing ones are zeros) ->
    its text in d (FBT_TEXT_MAX bytes), as fixedbin.py writes it; the length, or -1 with
    DecodeError for a value longer than its type. */
-static int fbt_text(int mode, int width, const unsigned char *s, Py_ssize_t len, char *d) {
+int fbt_text(int mode, int width, const unsigned char *s, Py_ssize_t len, char *d) {
     static const char HEX[] = "0123456789abcdef";
     unsigned char v[16];
     if (len > width) {
@@ -89,11 +101,7 @@ static PyObject *decode_text(const ColOp *op, const char *s, Py_ssize_t len) {
     }
 }
 
-/* Calendar fields of a temporal value; `ok` is 0 when Python's datetime cannot hold it
-   (zero dates, zero-in-date parts, corrupt bytes): callers defer to the Python helpers. */
-typedef struct { long Y, M, D; int h, mi, s, ok; } Civil;
-
-static Civil datetime2_fields(uint64_t intpart, int us) {
+Civil datetime2_fields(uint64_t intpart, int us) {
     Civil c = {0, 0, 0, 0, 0, 0, 0};
     int64_t x = (int64_t)intpart - 0x8000000000LL;
     if (x < 0) return c;
@@ -104,7 +112,7 @@ static Civil datetime2_fields(uint64_t intpart, int us) {
     return c;
 }
 
-static Civil epoch_fields(uint64_t secs) {
+Civil epoch_fields(uint64_t secs) {
     /* days since 1970-01-01 -> civil date (proleptic Gregorian) */
     Civil c;
     int64_t days = (int64_t)(secs / 86400), rem = (int64_t)(secs % 86400);
@@ -122,7 +130,7 @@ static Civil epoch_fields(uint64_t secs) {
 
 /* DECIMAL(p,s) bytes at s -> its p decimal digits (with leading zeros) and sign; -1 on
    a digit group beyond its digits. The caller checked the metadata and the length. */
-static int decimal_digits(const ColOp *op, const unsigned char *s, char *digits, int *neg) {
+int decimal_digits(const ColOp *op, const unsigned char *s, char *digits, int *neg) {
     int prec = op->a, scale = op->b;
     int intg = prec - scale, intg0 = intg / 9, intg0x = intg % 9;
     int frac0 = scale / 9, frac0x = scale % 9;
@@ -184,7 +192,7 @@ static PyObject *timestamp_utc(uint64_t secs, int us) {
         PyDateTime_TimeZone_UTC, PyDateTimeAPI->DateTimeType);
 }
 
-static void time2_parts(const unsigned char *s, int fsp, int *negp, int64_t *hmsp, int64_t *microp) {
+void time2_parts(const unsigned char *s, int fsp, int *negp, int64_t *hmsp, int64_t *microp) {
     int64_t packed;
     if (fsp >= 5) {
         packed = (int64_t)be(s, 6) - 0x800000000000LL;
@@ -210,7 +218,7 @@ static void time2_parts(const unsigned char *s, int fsp, int *negp, int64_t *hms
     *microp = packed & 0xFFFFFF;
 }
 
-static PyObject *decode_time2(const unsigned char *s, int fsp) {
+PyObject *decode_time2(const unsigned char *s, int fsp) {
     int neg;
     int64_t hms, micro;
     time2_parts(s, fsp, &neg, &hms, &micro);
@@ -255,8 +263,8 @@ static PyObject *decode_set(const ColOp *op, uint64_t mask) {
 }
 
 /* One present, non-NULL value at *pp; advances *pp. */
-static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned char *b,
-                              Py_ssize_t n, Py_ssize_t *pp) {
+PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned char *b,
+                       Py_ssize_t n, Py_ssize_t *pp) {
     Py_ssize_t p = *pp;
     PyObject *v = NULL;
     switch (op->op) {
@@ -412,14 +420,11 @@ static PyObject *decode_value(const ColOp *op, PyObject *bufobj, const unsigned 
     return v;
 }
 
-static Py_ssize_t span_same(const Span *sp, const ColOp *op, PyObject *bufobj,
-                            const unsigned char *b, Py_ssize_t n, Py_ssize_t p);  /* update_pairs.h */
-
 /* One row image at *pp -> tuple over all columns; advances *pp. For an update's images
-   (update_pairs.h), with `spans`: a before image (`before` NULL) notes where each value
+   (update_pairs.c), with `spans`: a before image (`before` NULL) notes where each value
    lay; an after image takes the value of `before` for each one whose bytes are the same. */
-static PyObject *decode_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                                  Py_ssize_t n, Py_ssize_t *pp, Span *spans, PyObject *before) {
+PyObject *decode_row_spans(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                           Py_ssize_t n, Py_ssize_t *pp, Span *spans, PyObject *before) {
     Py_ssize_t p = *pp, nb = (self->npresent + 7) / 8, w;
     NEED(nb);
     const unsigned char *nulls = b + p;
@@ -452,9 +457,8 @@ static PyObject *decode_row_spans(RowDecoder *self, PyObject *bufobj, const unsi
     return row;
 }
 
-static PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
-                            Py_ssize_t n, Py_ssize_t *pp) {
+PyObject *decode_row(RowDecoder *self, PyObject *bufobj, const unsigned char *b,
+                     Py_ssize_t n, Py_ssize_t *pp) {
     return decode_row_spans(self, bufobj, b, n, pp, NULL, NULL);
 }
 
-#endif  /* BINLAKE_SPEEDUPS_VALUES_H */

@@ -33,16 +33,16 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any, Callable, Iterator
 
-from ...errors import DecodeError
-from ..values import ABSENT, MySQLTime
-from . import temporal
+from ..errors import DecodeError
+from ..binlog.values import ABSENT, MySQLTime
+from ..binlog.columns import temporal
 
 __all__ = ["Switches", "c_module", "function", "prepare_float_text", "switches"]
 
 
 def _load() -> Any:
     try:
-        from . import _speedups as mod
+        from . import _core as mod  # type: ignore[attr-defined]  # (C, maybe not built)
     except ImportError:  # no compiler at install time: the Python twins run
         return None
     mod.configure(ABSENT, Decimal, MySQLTime, DecodeError, temporal.decode_date,
@@ -114,7 +114,7 @@ def prepare_float_text() -> None:
 
 
 def _set_pow10() -> None:
-    """Hand the C writer its 126-bit powers of ten (put_repr in _speedups.c): for k in
+    """Hand the C writer its 126-bit powers of ten (put_repr in float_text.c): for k in
     [-292, 324], g = floor(10^k * 2^(125 - floor(log2 10^k))) + 1, as (g >> 63, g & (2^63 - 1)),
     computed exactly with Python integers. Without them the C writer formats floats with dtoa."""
     set_pow10 = getattr(c_module, "set_pow10", None)
