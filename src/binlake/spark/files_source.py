@@ -30,6 +30,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..binlog.files import SPLIT_BYTES, split_points
+from ..binlog.left_out import LeftOut
 from ..cdc.arrow import CDC_DDL, file_index
 
 NAME = "binlake"
@@ -147,7 +148,7 @@ class BinlogFilesReader(DataSourceReader):
                                   hint="read the files from the one it was prepared in")
             return prepared_records(read_range(path, rng.start, rng.end, keys=keys,
                                                json_images=True, table_filter=tables,
-                                               count_filtered=True), rng, tables)
+                                               left_out=LeftOut(count=True)), rng, tables)
 
         yield from file_batches(partition.path, partition.begin, partition.end, decoder=dec,
                                 batch_size=self.batch_size, tables=tables,
