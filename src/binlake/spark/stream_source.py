@@ -1206,11 +1206,13 @@ def read_planned(options: dict[str, Any], end: tuple[str, int]) -> Any:
     The record is removed once read."""
     import pyarrow as pa
 
+    from .._util.memory import release_freed
     from ..cdc.arrow import CDC_SCHEMA
 
     folder = options.get("rangeLog")
     if not folder:
         return None
+    release_freed()  # what the previous batch freed, before this one is read
     path = _range_log_file(folder, *end)
     try:
         with open(path) as f:
