@@ -401,10 +401,13 @@ def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[
 def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         echo: Callable[[str], None] = print, keep: bool = False,
         master: str = "local[2]", event_log: Path | None = None,
-        cold: bool = True, save: Callable[[dict[str, Any]], None] | None = None,
+        cold: bool = True, write: bool = True,
+        save: Callable[[dict[str, Any]], None] | None = None,
         max_bytes_per_trigger: int | None = None) -> dict[str, Any]:
     """The benchmark; `save` gets the document after each phase (a long run that fails
-    late keeps what it measured)."""
+    late keeps what it measured). `write=False` skips the Arrow write floor (and the warm
+    and cold runs that compare with it): it collects and re-sends whole tables through the
+    driver's JVM heap, which at 1M rows does not fit the default 1 GiB."""
     from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
@@ -453,12 +456,16 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         else:
             snap["jdbc_s"] = None
             echo("snapshot floor skipped: no MariaDB Connector/J (run scripts/spark-jars.sh)")
-        arrow_dir = source_arrow(spark, server, wh, work / "arrow")
-        echo("snapshot floor: Arrow in the driver -> createDataFrame -> Delta")
-        write_s = write_floor(spark, arrow_dir, work / "write")
-        snap["write_s"] = round(write_s, 2)
-        snap["x_write"] = round(snap_s / write_s, 2)  # binlake's seconds per floor second
-        if cold:
+        if write:
+            arrow_dir = source_arrow(spark, server, wh, work / "arrow")
+            echo("snapshot floor: Arrow in the driver -> createDataFrame -> Delta")
+            write_s = write_floor(spark, arrow_dir, work / "write")
+            snap["write_s"] = round(write_s, 2)
+            snap["x_write"] = round(snap_s / write_s, 2)  # binlake's seconds per floor second
+        else:
+            snap["write_s"] = None
+            echo("snapshot write floor skipped (--no-write-floor)")
+        if cold and write:
             echo("snapshot, warm: binlake sync --once into a new warehouse, same session")
             warm_opts = replace(opts, warehouse=work / "wh-warm")
             warm_s, warm_rep = _timed(lambda: run_sync(warm_opts, spark))
@@ -609,7 +616,8 @@ def format_summary(doc: dict[str, Any]) -> str:
     jd = (f"spark.read.jdbc->Delta {s['jdbc_s']} s ({s['x_jdbc']}x: >1 means binlake faster)"
           if s.get("jdbc_s") else "jdbc floor skipped")
     extra = [f"snapshot write floor (Arrow in the driver -> Delta): {s['write_s']} s "
-             f"(binlake {s['x_write']}x its time)"]
+             f"(binlake {s['x_write']}x its time)" if s.get("write_s") is not None
+             else "snapshot write floor skipped"]
     if "warm" in s:
         w = s["warm"]
         extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
@@ -646,6 +654,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true", help="also log each table's apply and snapshot times")
     ap.add_argument("--max-bytes-per-trigger", type=int, default=None, metavar="BYTES",
                     help="binlake sync's admission limit per batch (default: sync's own)")
+    ap.add_argument("--no-write-floor", action="store_true",
+                    help="skip the Arrow write floor (and the warm and cold runs); it needs "
+                         "the largest table to fit the driver's JVM heap")
     ap.add_argument("--no-cold", action="store_true",
                     help="skip the warm second snapshot and the fresh-process (cold) runs")
     ap.add_argument("--startup", action="store_true",
@@ -674,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
 
         doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
                   event_log=Path(args.event_log) if args.event_log else None,
-                  cold=not args.no_cold, save=save,
+                  cold=not args.no_cold, write=not args.no_write_floor, save=save,
                   max_bytes_per_trigger=args.max_bytes_per_trigger)
     if args.json_path:  # first: a summary that fails to format loses nothing
         Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
