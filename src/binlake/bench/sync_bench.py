@@ -166,10 +166,7 @@ def compare_tables(spark: Any, server: Any, warehouse: Path) -> dict[str, Any]:
         df = spark.read.format("delta").load(str(warehouse / SCHEMA / table))
         got: dict[Any, tuple[Any, ...]] = {}
         dup = 0
-        # Pieces of about 1,000 rows: each partition's result passes through the driver's
-        # JVM heap whole (a 1M-scale `large` file did not fit 1 GiB).
-        parts = max(1, len(want) // 1000)
-        for r in df.select(*names).repartition(parts).toLocalIterator():
+        for r in df.select(*names).toLocalIterator():
             dup += r[0] in got
             got[r[0]] = tuple(f(v) for f, v in zip(norms, r))
         bad = [k for k in want.keys() | got.keys() if want.get(k) != got.get(k)]
