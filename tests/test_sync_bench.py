@@ -59,3 +59,17 @@ def test_summary_names_every_snapshot_comparison() -> None:
     assert "warm (second run, same session): 3.0 s; x_jdbc 1.33" in text
     assert "binlake 30.0 s (exit 40.0 s), jdbc 20.0 s, write floor 15.0 s" in text
     assert "catch-up: 7 changes in 1.0 s" in text
+
+
+def test_batch_recorder_keeps_each_batch_with_memory() -> None:
+    """Each applied batch is kept with its figures and the driver's memory right after it."""
+    from binlake.bench.sync_bench import batch_recorder
+
+    got: list[dict] = []
+    record = batch_recorder(None, got)  # no session: the JVM's memory is unknown
+    record({"batch": 3, "rows": 120, "apply_s": 1.5, "read_by": "driver", "driver_read_s": 0.2})
+    record({"batch": 4, "rows": 7, "apply_s": 0.5, "read_by": "executors", "driver_read_s": None})
+    assert [(b["batch"], b["changes"], b["apply_s"], b["read_by"]) for b in got] == \
+        [(3, 120, 1.5, "driver"), (4, 7, 0.5, "executors")]
+    assert all(b["driver_rss_mb"] > 10 and b["driver_peak_mb"] >= b["driver_rss_mb"] * 0.5
+               and b["jvm_rss_mb"] is None for b in got)

@@ -69,6 +69,41 @@ def _driver_peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _rss_mb(pid: int | str = "self") -> float | None:
+    """A process's resident memory now (VmRSS), MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def _jvm_pid(spark: Any) -> int | None:
+    try:
+        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - reported as unknown
+        return None
+
+
+def batch_recorder(spark: Any, into: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
+    """A `run_sync` progress callback: each applied batch's changes, seconds and read, with
+    the driver's and the JVM's resident memory right after it (RSS now, and the driver's peak
+    so far)."""
+    jvm = _jvm_pid(spark)
+
+    def record(info: dict[str, Any]) -> None:
+        into.append({"batch": info.get("batch"), "changes": info.get("rows"),
+                     "apply_s": info.get("apply_s"), "read_by": info.get("read_by"),
+                     "driver_read_s": info.get("driver_read_s"),
+                     "driver_rss_mb": _rss_mb(), "driver_peak_mb": _driver_peak_rss_mb(),
+                     "jvm_rss_mb": _rss_mb(jvm) if jvm else None,
+                     "load_avg": round(os.getloadavg()[0], 1)})
+
+    return record
+
+
 def _columns(server: Any, table: str) -> list[str]:
     rows = server.sql("SELECT column_name FROM information_schema.columns WHERE table_schema = "
                       f"'{SCHEMA}' AND table_name = '{table}' ORDER BY ordinal_position",
@@ -366,7 +401,13 @@ def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[
 def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         echo: Callable[[str], None] = print, keep: bool = False,
         master: str = "local[2]", event_log: Path | None = None,
-        cold: bool = True) -> dict[str, Any]:
+        cold: bool = True, write: bool = True,
+        save: Callable[[dict[str, Any]], None] | None = None,
+        max_bytes_per_trigger: int | None = None) -> dict[str, Any]:
+    """The benchmark; `save` gets the document after each phase (a long run that fails
+    late keeps what it measured). `write=False` skips the Arrow write floor (and the warm
+    and cold runs that compare with it): it collects and re-sends whole tables through the
+    driver's JVM heap, which at 1M rows does not fit the default 1 GiB."""
     from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
@@ -376,7 +417,10 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
     server = DevServer(work / "server", extra_options={
         "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
     doc: dict[str, Any] = {"config": {"scale": scale, "seed": seed, "master": master,
-                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+                                      "max_bytes_per_trigger": max_bytes_per_trigger,
+                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                      "load_avg": [round(x, 1) for x in os.getloadavg()]}}
+    saved = save or (lambda d: None)
     try:
         echo(f"loading the workload ({scale:,} row changes)")
         loaded = load(server, Workload(scale, seed))
@@ -396,7 +440,7 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         spark.range(1).write.format("delta").save(str(work / "warm"))
         wh = work / "wh"
         opts = SyncOptions(url=server.url, tables=f"{SCHEMA}.*", warehouse=wh, once=True,
-                           master=master)
+                           master=master, max_bytes_per_trigger=max_bytes_per_trigger)
         echo("snapshot: binlake sync --once")
         snap_s, rep = _timed(lambda: run_sync(opts, spark))
         snap = {"rows": rep.snapshot_rows, "seconds": round(snap_s, 2),
@@ -409,15 +453,21 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             jdbc_s = jdbc_floor(spark, server, work / "jdbc", bounds)
             snap["jdbc_s"] = round(jdbc_s, 2)
             snap["x_jdbc"] = round(jdbc_s / snap_s, 2)  # >1: binlake faster
+            echo(f"snapshot floor: jdbc {snap['jdbc_s']} s, x_jdbc {snap['x_jdbc']}")
+            saved({**doc, "snapshot": snap})
         else:
             snap["jdbc_s"] = None
             echo("snapshot floor skipped: no MariaDB Connector/J (run scripts/spark-jars.sh)")
-        arrow_dir = source_arrow(spark, server, wh, work / "arrow")
-        echo("snapshot floor: Arrow in the driver -> createDataFrame -> Delta")
-        write_s = write_floor(spark, arrow_dir, work / "write")
-        snap["write_s"] = round(write_s, 2)
-        snap["x_write"] = round(snap_s / write_s, 2)  # binlake's seconds per floor second
-        if cold:
+        if write:
+            arrow_dir = source_arrow(spark, server, wh, work / "arrow")
+            echo("snapshot floor: Arrow in the driver -> createDataFrame -> Delta")
+            write_s = write_floor(spark, arrow_dir, work / "write")
+            snap["write_s"] = round(write_s, 2)
+            snap["x_write"] = round(snap_s / write_s, 2)  # binlake's seconds per floor second
+        else:
+            snap["write_s"] = None
+            echo("snapshot write floor skipped (--no-write-floor)")
+        if cold and write:
             echo("snapshot, warm: binlake sync --once into a new warehouse, same session")
             warm_opts = replace(opts, warehouse=work / "wh-warm")
             warm_s, warm_rep = _timed(lambda: run_sync(warm_opts, spark))
@@ -443,22 +493,44 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             snap["cold"] = cold_doc
             echo(f"snapshot, cold: {cold_doc}")
         snap["check"] = compare_tables(spark, server, wh)
+        snap["load_avg"] = [round(x, 1) for x in os.getloadavg()]
+        snap["peak_rss_mb"] = {"driver_python": _driver_peak_rss_mb(),
+                               "jvm": _jvm_peak_rss_mb(spark)}
         doc["snapshot"] = snap
         echo(f"snapshot: {snap}")
+        saved(doc)
 
         before = work / "before"
         shutil.copytree(wh / SCHEMA, before)
         echo("second round of changes")
         round_s, changed = _timed(lambda: second_round(server))
         doc["second_round"] = {"changes": changed, "seconds": round(round_s, 1)}
+        saved(doc)
         echo("catch-up: binlake sync --once")
-        catch_s, rep = _timed(lambda: run_sync(opts, spark))
+        per_batch: list[dict[str, Any]] = []
+        record = batch_recorder(spark, per_batch)
+
+        def progress(info: dict[str, Any]) -> None:
+            record(info)
+            echo(f"catch-up batch: {per_batch[-1]}")
+
+        load0 = [round(x, 1) for x in os.getloadavg()]
+        catch_s, rep = _timed(lambda: run_sync(opts, spark, on_progress=progress))
+        load1 = [round(x, 1) for x in os.getloadavg()]
+        doc["catch_up"] = {"seconds": round(catch_s, 2), "per_batch": per_batch}
+        saved(doc)
+        echo("catch-up floors: plain append, bare MERGE")
         floors = merge_floors(spark, wh, before, work)
         n = sum(changed.values())
+        times = sorted(b["apply_s"] for b in per_batch if b.get("apply_s") is not None)
         catch = {"changes": n, "records": rep.rows, "batches": rep.batches,
                  "seconds": round(catch_s, 2), "changes_per_s": round(n / catch_s), **floors,
+                 "merge_changes_per_s": round(n / floors["merge_s"]) if floors["merge_s"] else None,
                  "x_merge": round(catch_s / floors["merge_s"], 2),
-                 "x_append": round(catch_s / floors["append_s"], 2)}
+                 "x_append": round(catch_s / floors["append_s"], 2),
+                 "batch_apply_s": {"min": times[0], "median": times[len(times) // 2],
+                                   "max": times[-1]} if times else None,
+                 "per_batch": per_batch, "load_avg": {"start": load0, "end": load1}}
         catch["check"] = compare_tables(spark, server, wh)
         doc["catch_up"] = catch
         echo(f"catch-up: {catch}")
@@ -546,7 +618,8 @@ def format_summary(doc: dict[str, Any]) -> str:
     jd = (f"spark.read.jdbc->Delta {s['jdbc_s']} s ({s['x_jdbc']}x: >1 means binlake faster)"
           if s.get("jdbc_s") else "jdbc floor skipped")
     extra = [f"snapshot write floor (Arrow in the driver -> Delta): {s['write_s']} s "
-             f"(binlake {s['x_write']}x its time)"]
+             f"(binlake {s['x_write']}x its time)" if s.get("write_s") is not None
+             else "snapshot write floor skipped"]
     if "warm" in s:
         w = s["warm"]
         extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
@@ -563,8 +636,9 @@ def format_summary(doc: dict[str, Any]) -> str:
         f"snapshot: {s['rows']:,} rows in {s['seconds']} s ({s['rows_per_s']:,} rows/s); {jd}",
         *extra,
         (f"catch-up: {c['changes']:,} changes in {c['seconds']} s ({c['changes_per_s']:,}/s, "
-         f"{c['batches']} batch(es)); bare MERGE {c['merge_s']} s -> {c['x_merge']}x the MERGE; "
-         f"plain append {c['append_s']} s -> {c['x_append']}x"),
+         f"{c['batches']} batch(es), apply per batch {c.get('batch_apply_s')}); bare MERGE "
+         f"{c['merge_s']} s -> {c['x_merge']}x the MERGE; plain append {c['append_s']} s -> "
+         f"{c['x_append']}x"),
         (f"peak RSS: driver {doc['peak_rss_mb']['driver_python']} MB, "
          f"JVM {doc['peak_rss_mb']['jvm']} MB; Delta == MariaDB after each phase: {doc['equal']}"),
     ])
@@ -580,6 +654,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--event-log", help="write Spark's event log into this folder")
     ap.add_argument("--verbose", action="store_true", help="also log each table's apply and snapshot times")
+    ap.add_argument("--max-bytes-per-trigger", type=int, default=None, metavar="BYTES",
+                    help="binlake sync's admission limit per batch (default: sync's own)")
+    ap.add_argument("--no-write-floor", action="store_true",
+                    help="skip the Arrow write floor (and the warm and cold runs); it needs "
+                         "the largest table to fit the driver's JVM heap")
     ap.add_argument("--no-cold", action="store_true",
                     help="skip the warm second snapshot and the fresh-process (cold) runs")
     ap.add_argument("--startup", action="store_true",
@@ -602,9 +681,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.startup:
         doc = run_startup(workdir=workdir, echo=echo, keep=args.keep)
     else:
+        def save(d: dict[str, Any]) -> None:
+            if args.json_path:
+                Path(args.json_path).write_text(json.dumps(d, indent=2, default=str) + "\n")
+
         doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
                   event_log=Path(args.event_log) if args.event_log else None,
-                  cold=not args.no_cold)
+                  cold=not args.no_cold, write=not args.no_write_floor, save=save,
+                  max_bytes_per_trigger=args.max_bytes_per_trigger)
     if args.json_path:  # first: a summary that fails to format loses nothing
         Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
     print(format_startup(doc) if args.startup else format_summary(doc))

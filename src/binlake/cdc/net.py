@@ -173,6 +173,30 @@ class NetChanges:
 SLICE_ROWS = 4096
 """Records whose images are turned into Python objects at a time (the rest stay in Arrow)."""
 
+SLICE_BYTES = 4 << 20
+"""Image bytes turned into Python objects at a time: a slice of wide rows (large TEXT/BLOB
+images) would otherwise hold hundreds of MB of Python strings at once."""
+
+
+def fold_slices(batch: pa.Table) -> Iterable[tuple[int, int]]:
+    """(offset, length) of consecutive slices of at most SLICE_ROWS records and, past the
+    first record, at most SLICE_BYTES of image text."""
+    n = batch.num_rows
+    if n == 0:
+        return
+    sizes = pc.add(pc.fill_null(pc.binary_length(batch.column("before")), 0),
+                   pc.fill_null(pc.binary_length(batch.column("after")), 0))
+    if pc.sum(sizes).as_py() <= SLICE_BYTES:
+        yield from ((off, SLICE_ROWS) for off in range(0, n, SLICE_ROWS))
+        return
+    start, acc = 0, 0
+    for i, size in enumerate(sizes.to_pylist()):
+        if i > start and (i - start >= SLICE_ROWS or acc + size > SLICE_BYTES):
+            yield start, i - start
+            start, acc = i, 0
+        acc += size
+    yield start, n - start
+
 
 def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequence[str],
              trunc: Sequence[int] | None = None) -> NetChanges:
@@ -196,8 +220,8 @@ def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequen
     absent = (None,) * nc
     no = (False,) * nc
     every = (True,) * nc
-    for off in range(0, batch.num_rows, SLICE_ROWS):
-        part = batch.slice(off, SLICE_ROWS)
+    for off, length in fold_slices(batch):
+        part = batch.slice(off, length)
         ops = part.column("op").to_pylist()
         ts = pc.cast(part.column("ts"), pa.int64()).to_pylist()
         befores = part.column("before").to_pylist()

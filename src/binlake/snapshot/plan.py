@@ -13,6 +13,10 @@ from .values import literal_fn, select_expr
 
 DEFAULT_CHUNK_SIZE = 50000
 
+DEFAULT_CHUNK_BYTES = 64 << 20
+"""A chunk also holds at most about this many bytes of rows (the server's average row length
+times its rows): 50,000 rows of large TEXT/BLOB values would be GBs in one reader's memory."""
+
 
 # -- planning (driver) ----------------------------------------------------------------------
 
@@ -110,8 +114,9 @@ def check_server(cur: Any) -> str:
 def plan_snapshot(url: ServerURL | str, tables: str, *, chunks: int | None = None,
                   chunk_size: int = DEFAULT_CHUNK_SIZE,
                   keys: Mapping[str, Sequence[str]] | None = None,
-                  no_key: str = "full") -> list[Chunk]:
-    """Split every selected table into key chunks (driver side, no locks).
+                  no_key: str = "full", chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Chunk]:
+    """Split every selected table into key chunks (driver side, no locks): `chunks` each,
+    or chunks of at most `chunk_size` rows and about `chunk_bytes` bytes.
 
     Boundaries are real keys found by walking the key index (`ORDER BY key LIMIT 1 OFFSET
     step`), so skew and gaps do not make empty chunks; the first chunk is unbounded below and
@@ -136,8 +141,8 @@ def plan_snapshot(url: ServerURL | str, tables: str, *, chunks: int | None = Non
             out: list[Chunk] = []
             for schema, table in selected:
                 t = describe_table(cur, schema, table, keys.get(f"{schema}.{table}"), no_key)
-                count, bounds = (_boundaries(cur, t, chunks, chunk_size) if t.chunkable
-                                 else (None, []))
+                count, bounds = (_boundaries(cur, t, chunks, chunk_size, chunk_bytes)
+                                 if t.chunkable else (None, []))
                 edges: list[tuple[Any, ...] | None] = [None, *bounds, None]
                 n = len(edges) - 1
                 for i in range(n):
@@ -147,11 +152,22 @@ def plan_snapshot(url: ServerURL | str, tables: str, *, chunks: int | None = Non
         conn.close()
 
 
-def _boundaries(cur: Any, t: SnapshotTable, chunks: int | None,
-                chunk_size: int) -> tuple[int, list[tuple[Any, ...]]]:
+def _avg_row_bytes(cur: Any, t: SnapshotTable) -> int:
+    """The server's average row length of a table (its statistics; 0 when unknown)."""
+    rows = query_rows(cur, "SELECT COALESCE(avg_row_length, 0) FROM information_schema.tables "
+                      "WHERE table_schema = %s AND table_name = %s", (t.schema, t.table))
+    return int(rows[0][0]) if rows else 0
+
+
+def _boundaries(cur: Any, t: SnapshotTable, chunks: int | None, chunk_size: int,
+                chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> tuple[int, list[tuple[Any, ...]]]:
     """The table's row count and the chunks' inner boundaries."""
     table = f"{quote_name(t.schema)}.{quote_name(t.table)}"
     count = int(query_rows(cur, f"SELECT COUNT(*) FROM {table}")[0][0])
+    if chunks is None and chunk_bytes > 0 and count > 1:
+        row_bytes = _avg_row_bytes(cur, t)
+        if count * row_bytes > chunk_bytes:
+            chunk_size = min(chunk_size, max(1, chunk_bytes // row_bytes))
     n = chunks if chunks is not None else max(1, math.ceil(count / chunk_size))
     n = max(1, min(n, count))
     if n == 1:

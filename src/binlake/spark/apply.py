@@ -269,11 +269,11 @@ def apply_arrow(spark: "SparkSession", arrow: "pa.Table", batch_id: int, config:
         if not config.wants(schema, table):
             continue
         spec = _shape(resolve, schema, table)
-        rows = table_rows(arrow, schema, table)
 
-        def job(session: "SparkSession", spec: TableSpec = spec, rows: "pa.Table" = rows,
-                s: BatchTable = s) -> None:
-            _apply_rows(session, rows, batch_id, config, spec, s)
+        def job(session: "SparkSession", spec: TableSpec = spec, s: BatchTable = s) -> None:
+            # the table's rows cut from the batch only while its job runs (a copy each)
+            _apply_rows(session, table_rows(arrow, s.schema, str(s.table)), batch_id, config,
+                        spec, s)
 
         jobs.append(([(schema, table)], job))
         result.tables.append(f"{schema}.{table}")
@@ -338,6 +338,7 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
         _apply_table(spark, spark.createDataFrame(rows), batch_id, config, spec, st.trunc,
                      st.deletes, row_deletes=st.dels)
         return
+    del rows  # folded: the table's change records are not needed during its MERGE
     app_id = config.app_id
     path = table_path(config.target, spec.schema, spec.table)
     frame = spark.createDataFrame(net.table)

@@ -464,11 +464,19 @@ def scan(url: ServerURL, start: Position, cap: Key, *, server_id: int, heartbeat
         raise _unavailable(url, start, exc) from None
     dec = dump.decoder
     file_key: tuple[str | None, int] = (None, 0)
+    # Bytes are counted as the file has them: the dump leaves out events the replica did not
+    # ask for (MariaDB's ANNOTATE_ROWS, the statement text of each rows event), so each event
+    # counts from the previous one's end in its file.
+    at_file, at_pos = start.file, start.pos
     try:
         for raw, code, log_pos, flags in dump.packets():
             real = log_pos != 0 and not flags & _ARTIFICIAL
             if real:
-                nbytes += len(raw)
+                if dec.file != at_file:  # a new file: its first event starts at 4
+                    at_file, at_pos = dec.file, 4
+                span = log_pos - at_pos
+                nbytes += span if len(raw) <= span < 1 << 31 else len(raw)
+                at_pos = log_pos
             if not count_rows and tx.in_tx and not tx.implicit_rows and code in _SKIPPABLE:
                 # Inside a transaction opened by GTID/BEGIN, row images and table maps cannot
                 # end it: only their bytes matter here (executors decode and verify them).
@@ -1206,11 +1214,13 @@ def read_planned(options: dict[str, Any], end: tuple[str, int]) -> Any:
     The record is removed once read."""
     import pyarrow as pa
 
+    from .._util.memory import release_freed
     from ..cdc.arrow import CDC_SCHEMA
 
     folder = options.get("rangeLog")
     if not folder:
         return None
+    release_freed()  # what the previous batch freed, before this one is read
     path = _range_log_file(folder, *end)
     try:
         with open(path) as f:
