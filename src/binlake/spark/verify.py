@@ -310,11 +310,33 @@ def checksums(lakes: Sequence[LakeTable]) -> list[dict[int, tuple[int, int]]]:
     return out
 
 
+def delta_version(path: str) -> int | None:
+    """The newest committed version of the Delta table at `path` (its highest
+    `_delta_log/<version>.json`), or None when that cannot be told cheaply (not a local
+    path, no log): callers then assume the table moved."""
+    from pathlib import Path
+
+    if "://" in path and not path.startswith("file:"):
+        return None
+    log = Path(path.removeprefix("file://").removeprefix("file:")) / "_delta_log"
+    try:
+        versions = [int(p.name[:-5]) for p in log.iterdir()
+                    if p.name.endswith(".json") and p.name[:-5].isdigit()]
+    except OSError:
+        return None
+    return max(versions) if versions else None
+
+
+def lake_table_path(warehouse: str, plan: Plan) -> str:
+    """Where the sync writes the plan's table under `warehouse`."""
+    t = plan.table
+    return f"{warehouse.rstrip('/')}/{t.schema}/{t.table}"
+
+
 def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
     t = plan.table
-    root = warehouse.rstrip("/")
-    return LakeTable(spark, f"{root}/{t.schema}/{t.table}", plan,
-                     f"{root}/_binlake/tombstones/{t.schema}/{t.table}")
+    return LakeTable(spark, lake_table_path(warehouse, plan), plan,
+                     f"{warehouse.rstrip('/')}/_binlake/tombstones/{t.schema}/{t.table}")
 
 
 
