@@ -40,14 +40,18 @@ def _ref(name: str) -> str:
 
 
 def _float_text(x: str) -> str:
+    """Spark SQL for a float's text. Written so that Spark's common subexpression
+    elimination can share LOG2 and POW between the exponent and the mantissa: no CASE
+    around them (Spark does not share work inside a conditional branch); zero is the
+    only conditional, taken after the rest came out NULL."""
     d = f"CAST({x} AS DOUBLE)"
-    a = f"ABS({d})"
+    a = f"IF({d} = 0, CAST(NULL AS DOUBLE), ABS({d}))"  # NULL for zero: no LOG2(0)
     e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1074), 1023)"
-    e = (f"({e0} + CAST({a} / POW(2.0D, {e0}) >= 2 AS BIGINT)"
-         f" - CAST({a} / POW(2.0D, {e0}) < 1 AS BIGINT))")
+    q = f"({a} / POW(2.0D, {e0}))"
+    e = f"({e0} + CAST({q} >= 2 AS BIGINT) - CAST({q} < 1 AS BIGINT))"
     mant = f"CAST({a} / POW(2.0D, {e}) * {float(MANTISSA)!r}D AS BIGINT)"
-    return (f"CASE WHEN {d} IS NULL THEN CAST(NULL AS STRING) WHEN {d} = 0 THEN '0' ELSE "
-            f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING)) END")
+    core = f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING))"
+    return f"COALESCE({core}, IF({d} = 0, '0', CAST(NULL AS STRING)))"
 
 
 def value_text(col: Column, x: str, dtype: Any) -> str:
