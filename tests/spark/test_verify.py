@@ -303,6 +303,39 @@ def test_rows_the_sync_changed_after_a_read_are_not_compared(mariadb: Any, spark
                     "DELETE FROM moving WHERE id = 7000", database=DB)
 
 
+def test_delta_job_runs_again_only_for_a_table_that_moved(mariadb: Any, spark: Any,
+                                                         synced: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A sync checkpoint behind the source reads makes the early Delta sums suspect; they
+    are kept for a table with no new Delta version since, recomputed for one that has."""
+    import binlake.spark.verify as lake_side
+
+    lake = copy_lake(synced, tmp_path)
+    ckpt = lake / "_binlake" / "checkpoint"
+    for d in ("offsets", "commits"):
+        (ckpt / d).mkdir(parents=True)
+    file = mariadb.binlog_end()[0]
+    (ckpt / "offsets" / "0").write_text('v1\n{}\n' + json.dumps({"file": file, "pos": 4}) + "\n")
+    (ckpt / "commits" / "0").write_text("v1\n{}\n")
+    calls: list[int] = []
+    real = lake_side.checksums
+
+    def moving(lakes: Any) -> Any:
+        calls.append(len(lakes))
+        out = real(lakes)
+        if len(calls) == 1:  # a commit to `events` while the first job ran
+            spark.sql(f"ALTER TABLE delta.`{lake / DB / 'events'}` "
+                      "SET TBLPROPERTIES ('binlake.test' = 'moved')")
+        return out
+
+    monkeypatch.setattr(lake_side, "checksums", moving)
+    report = verify(mariadb.url, f"{DB}.types,{DB}.events", lake, chunk_size=7, spark=spark,
+                    wait=0)
+    assert report.equal, report.to_json()
+    assert calls == [2, 1]  # both behind the reads; only `events` moved: read again
+
+
 def test_repair_applies_the_source_rows_again(mariadb: Any, spark: Any, synced: Path,
                                               tmp_path: Path) -> None:
     """--repair: a changed row, a deleted row and a row only in Delta are put back through

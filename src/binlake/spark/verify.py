@@ -40,14 +40,18 @@ def _ref(name: str) -> str:
 
 
 def _float_text(x: str) -> str:
+    """Spark SQL for a float's text. Written so that Spark's common subexpression
+    elimination can share LOG2 and POW between the exponent and the mantissa: no CASE
+    around them (Spark does not share work inside a conditional branch); zero is the
+    only conditional, taken after the rest came out NULL."""
     d = f"CAST({x} AS DOUBLE)"
-    a = f"ABS({d})"
+    a = f"IF({d} = 0, CAST(NULL AS DOUBLE), ABS({d}))"  # NULL for zero: no LOG2(0)
     e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1074), 1023)"
-    e = (f"({e0} + CAST({a} / POW(2.0D, {e0}) >= 2 AS BIGINT)"
-         f" - CAST({a} / POW(2.0D, {e0}) < 1 AS BIGINT))")
+    q = f"({a} / POW(2.0D, {e0}))"
+    e = f"({e0} + CAST({q} >= 2 AS BIGINT) - CAST({q} < 1 AS BIGINT))"
     mant = f"CAST({a} / POW(2.0D, {e}) * {float(MANTISSA)!r}D AS BIGINT)"
-    return (f"CASE WHEN {d} IS NULL THEN CAST(NULL AS STRING) WHEN {d} = 0 THEN '0' ELSE "
-            f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING)) END")
+    core = f"CONCAT(IF({d} < 0, '-', '+'), CAST({e} AS STRING), 'p', CAST({mant} AS STRING))"
+    return f"COALESCE({core}, IF({d} = 0, '0', CAST(NULL AS STRING)))"
 
 
 def value_text(col: Column, x: str, dtype: Any) -> str:
@@ -310,11 +314,33 @@ def checksums(lakes: Sequence[LakeTable]) -> list[dict[int, tuple[int, int]]]:
     return out
 
 
+def delta_version(path: str) -> int | None:
+    """The newest committed version of the Delta table at `path` (its highest
+    `_delta_log/<version>.json`), or None when that cannot be told cheaply (not a local
+    path, no log): callers then assume the table moved."""
+    from pathlib import Path
+
+    if "://" in path and not path.startswith("file:"):
+        return None
+    log = Path(path.removeprefix("file://").removeprefix("file:")) / "_delta_log"
+    try:
+        versions = [int(p.name[:-5]) for p in log.iterdir()
+                    if p.name.endswith(".json") and p.name[:-5].isdigit()]
+    except OSError:
+        return None
+    return max(versions) if versions else None
+
+
+def lake_table_path(warehouse: str, plan: Plan) -> str:
+    """Where the sync writes the plan's table under `warehouse`."""
+    t = plan.table
+    return f"{warehouse.rstrip('/')}/{t.schema}/{t.table}"
+
+
 def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:
     t = plan.table
-    root = warehouse.rstrip("/")
-    return LakeTable(spark, f"{root}/{t.schema}/{t.table}", plan,
-                     f"{root}/_binlake/tombstones/{t.schema}/{t.table}")
+    return LakeTable(spark, lake_table_path(warehouse, plan), plan,
+                     f"{warehouse.rstrip('/')}/_binlake/tombstones/{t.schema}/{t.table}")
 
 
 

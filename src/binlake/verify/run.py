@@ -118,9 +118,14 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
     thread) while one Spark job computes the Delta tables' (all tables at once); differing
     chunks are then narrowed down table by table."""
     from ..spark.verify import checksums as lake_checksums
-    from ..spark.verify import lake_table
+    from ..spark.verify import delta_version, lake_table, lake_table_path
 
     reports = [TableReport(p.table.name, rows=p.rows or 0, chunks=len(p.chunks)) for p in plans]
+    # Read before the Delta tables are opened (whether a DataFrame pins its version when it
+    # is made or when it runs): the sync had applied up to `before` and each table was at
+    # `versions` or later when the Delta job read it.
+    before = applied_at(warehouse)[0]
+    versions = {i: delta_version(lake_table_path(warehouse, p)) for i, p in enumerate(plans)}
     lakes: dict[int, Any] = {}
     for i, plan in enumerate(plans):
         rep = reports[i]
@@ -137,9 +142,9 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
         lakes[i] = lake
     order = sorted(lakes)
     # The Delta job runs while the server reads; a table's sums count only if the sync had
-    # already applied past every read of it when the job started (else it runs again after
-    # the wait).
-    before = applied_at(warehouse)[0]
+    # already applied past every read of it before the job, or if the table has no new
+    # version since then (the job read the version the sync has now applied past); else
+    # the job runs again for it after the wait.
     with ThreadPoolExecutor(1) as pool:
         reads = pool.submit(_source_sums, src, [plans[i] for i in order], progress)
         try:
@@ -154,7 +159,10 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
     stale = [i for i in order if before is not None and before < newest[i]]
     if stale:
         applied = wait_applied(warehouse, max(newest[i] for i in stale), opts.wait)
-        lake_sums.update(zip(stale, lake_checksums([lakes[i] for i in stale])))
+        moved = [i for i in stale
+                 if versions[i] is None or delta_version(lakes[i].path) != versions[i]]
+        if moved:
+            lake_sums.update(zip(moved, lake_checksums([lakes[i] for i in moved])))
     for k, i in enumerate(order):
         t1 = time.monotonic()
         reports[i] = _compare(src, spark, warehouse, plans[i], lakes[i], reports[i], sums[i],
