@@ -171,3 +171,11 @@ def test_zero_dates_policies(spark: Any) -> None:
     assert run("string") == [("0000-00-00", "2024-02-00 00:00:00"), ("2024-02-29", None)]
     with pytest.raises(Exception):
         run("error")
+
+
+def test_a_local_session_gets_a_driver_heap(spark: Any) -> None:
+    from binlake.spark.session import local_driver_memory
+
+    expected = local_driver_memory()
+    assert expected is not None  # the tests choose no heap of their own
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == expected
