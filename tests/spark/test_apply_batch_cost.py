@@ -5,6 +5,7 @@ are compared with MariaDB's rows and the Delta logs are counted.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 pytest.importorskip("pyspark")
 
 from binlake.spark.apply import (
-    ApplyConfig, ApplyError, TableOptions, apply_batch, table_path, tombstone_path,
+    ApplyConfig, ApplyError, TableOptions, apply_batch, forget_tombstone_batches, table_path,
+    tombstone_path,
 )
 from binlake.schema.spec import read_table_spec
 
@@ -100,9 +102,30 @@ def test_duplicates_updates_and_deletes(spark: Any, mariadb: Any, tmp_path: Path
     before = [_versions(p) for p in paths]
     apply_batch(spark, batches[2], 2, config, specs)
     assert [_versions(p) for p in paths] == before
+    # ... also after a restart, when only the tombstone tables' history knows the batch
+    forget_tombstone_batches(ta)
+    forget_tombstone_batches(th)
+    apply_batch(spark, batches[2], 2, config, specs)
+    assert [_versions(p) for p in paths] == before
     apply_batch(spark, batches[0], 3, config, specs)
     assert _rows(spark, a, "id, v, n") == [(1, "A", 11), (30, "c", 13)]
     assert spark.read.format("delta").load(h).where("__END_AT IS NULL").count() == 1
+
+    # A crash between a batch's MERGE and its tombstones: the replay writes the tombstones.
+    target2 = str(tmp_path / "lake2")
+    config2 = replace(config, target=target2)
+    for i, b in enumerate(batches):
+        apply_batch(spark, b, i, replace(config2, tombstones=False) if i == 2 else config2,
+                    specs)
+    a2, ta2 = table_path(target2, DB, "cost_a"), tombstone_path(target2, DB, "cost_a")
+    th2 = tombstone_path(target2, DB, "cost_h")
+    assert not Path(ta2).exists() and not Path(th2).exists()
+    merged = _versions(a2)
+    forget_tombstone_batches(ta2)
+    apply_batch(spark, batches[2], 2, config2, specs)
+    assert _versions(a2) == merged
+    assert [r[0] for r in _rows(spark, ta2, "id")] == [2, 3]
+    assert [r[0] for r in _rows(spark, th2, "id")] == [2]
 
 
 def test_statement_logged_dml_is_refused(spark: Any, mariadb: Any, tmp_path: Path) -> None:

@@ -447,6 +447,7 @@ def _run_tables(spark: "SparkSession",
             for schema, table in keys:
                 _KNOWN.pop(table_path(config.target, schema, table), None)
                 _KNOWN.pop(tombstone_path(config.target, schema, table), None)
+                forget_tombstone_batches(tombstone_path(config.target, schema, table))
             raise
 
     if config.parallelism <= 1 or len(jobs) <= 1:
@@ -736,6 +737,8 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     deletes rows) the append goes ahead, empty at worst. The first append creates the table.
     Appending is cheaper than a MERGE; readers only ask "is there a tombstone at or after
     this seq", which duplicates do not change. `compact_tombstones` rewrites the table.
+    The append carries no Delta txn (a txn costs every commit a snapshot job): the commit is
+    tagged with the batch instead, and a replayed batch is recognised by `_tombstoned`.
     """
     from pyspark.sql import functions as F
 
@@ -743,6 +746,8 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     src = net.where(F.col("_kind") == "delete").select(
         *[F.col(f"_k{j}").alias(k) for j, k in enumerate(plan.keys)],
         F.col("_seq").alias(SEQ_COL), F.lit(False).alias(TRUNCATE_COL))
+    if _tombstoned(spark, path, app_id, batch_id):
+        return  # a replay: this batch's tombstones are in already
     if trunc is None and check_empty and src.isEmpty():
         return  # updates that moved no key and deleted nothing net: no commit at all
     if trunc is not None:
@@ -755,8 +760,53 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     if path not in _KNOWN and not _is_delta(spark, path):
         # `delta.*` writer options become table properties when the write creates the table
         writer = writer.options(**config.table_properties())
-    writer.option("txnAppId", app_id).option("txnVersion", batch_id).save(path)
+    try:
+        writer.option("userMetadata", _tomb_tag(app_id, batch_id)).save(path)
+    except Exception:
+        forget_tombstone_batches(path)  # landed or not: the history says, next time
+        raise
+    _TOMBSTONED[(path, app_id)] = batch_id
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
+
+
+_TOMBSTONED: dict[tuple[str, str], int | None] = {}
+"""(tombstone table, app id) -> the newest batch id whose tombstones it holds (None: none),
+as this process knows it: read from the table's history once, then kept by the appends."""
+
+_TOMB_TAG = "binlake-tombstones"
+_TOMB_HISTORY = 50
+"""Commits of a tombstone table's history searched for the app's newest batch. Should they
+all be other writers', the batch is appended again: duplicate tombstones change nothing."""
+
+
+def forget_tombstone_batches(path: str) -> None:
+    """Read a tombstone table's newest batches from its history again on its next append
+    (after a failure, or to stand for a restart)."""
+    for key in [k for k in _TOMBSTONED if k[0] == path]:
+        _TOMBSTONED.pop(key, None)
+
+
+def _tomb_tag(app_id: str, batch_id: int) -> str:
+    return f"{_TOMB_TAG} {batch_id} {app_id}"
+
+
+def _tombstoned(spark: "SparkSession", path: str, app_id: str, batch_id: int) -> bool:
+    """Whether the tombstone table holds batch `batch_id` of `app_id` already (Delta's txn
+    rule: a version at or below the newest one committed is a replay)."""
+    key = (path, app_id)
+    if key not in _TOMBSTONED:
+        newest = None
+        if path in _KNOWN or _is_delta(spark, path):
+            from delta.tables import DeltaTable
+
+            tags = DeltaTable.forPath(spark, path).history(_TOMB_HISTORY).select("userMetadata")
+            for (tag,) in tags.collect():
+                parts = (tag or "").split(" ", 2)
+                if len(parts) == 3 and parts[0] == _TOMB_TAG and parts[2] == app_id:
+                    newest = max(int(parts[1]), newest if newest is not None else -1)
+        _TOMBSTONED[key] = newest
+    known = _TOMBSTONED[key]
+    return known is not None and batch_id <= known
 
 
 def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,
