@@ -183,6 +183,10 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
         log.debug("batch applied the generic way", extra={
             "batch": batch_id, "why": "change log" if config.change_log else
             "snapshot" if config.inserts_only else "DDL"})
+        if not (config.change_log or config.inserts_only):
+            # A DDL batch: its rows are on the driver already; handed to Spark from there,
+            # nothing reads the batch's binlog range again through the data source.
+            changes = spark.createDataFrame(arrow)
     resolve = _resolver(specs)
     result = ApplyResult(batch_id)
     changes = changes.persist()  # every action would otherwise re-read the source
