@@ -138,6 +138,10 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
                 raise ApplyError(f"no table shape for {key[0]}.{key[1]}",
                                  hint="give `specs` an entry for it (schema history or "
                                       "information_schema)")
+            if end is None and ctx.apply_last is not None:
+                ctx.apply_last(spark, key[0], key[1], cuts[s - 1] if s > 0 else None, spec)
+                state(key).exists = True
+                continue
             part = ctx.changes.where((F.col("schema") == key[0]) & (F.col("table") == key[1]))
             if s > 0:
                 part = part.where(F.col("seq") > seq_lit(cuts[s - 1]))

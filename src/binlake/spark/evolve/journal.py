@@ -75,6 +75,9 @@ class Context:
     changes: "DataFrame"
     apply_rows: Callable[..., None]
     """apply._apply_table(spark, part, batch_id, config, spec, trunc, deletes, app_id)"""
+    apply_last: Callable[..., None] | None = None
+    """For a batch held by the driver: (spark, schema, table, after seq, spec) applies the
+    table's rows after its last DDL there (no typing in Spark); None: `apply_rows` does."""
 
 
 def commit_tags(spark: "SparkSession", path: str) -> set[str]:
