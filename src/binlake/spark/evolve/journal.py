@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..tables import is_delta
+from ..tables import KNOWN, is_delta
 from ...schema.spec import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,12 +33,13 @@ DETAILS: dict[str, tuple[dict[str, str], int, int]] = {}
 
 def open_journal(spark: "SparkSession", config: ApplyConfig, batch_id: int) -> dict[str, Any]:
     """What earlier runs of this batch id recorded (`items`: item -> payload), and the DDL
-    other batches applied (`elsewhere`: positions). A missing journal holds nothing: the
-    first `record_item` creates it (no commit of an empty table first)."""
+    other batches applied (`elsewhere`: positions); creates the journal."""
     path = journal_path(config.target)
     rows = _JOURNALS.get(path)
     if rows is None:
         if not is_delta(spark, path):
+            spark.createDataFrame([], JOURNAL_DDL).write.format("delta").mode("ignore").save(path)
+            KNOWN[path] = set()
             rows = []
         else:
             rows = [(r[0], r[1], r[2], r[3]) for r in spark.read.format("delta").load(path)
