@@ -385,3 +385,42 @@ def test_create_rename_and_drop_tables(spark: Any, tmp_path: Path) -> None:
 
 
 SEQ_TYPE = "struct<file_index:int,pos:bigint,inner:int,row:int>"
+
+
+# -- a batch held by the driver: the rows after the DDL are folded there -----------------------
+
+def test_driver_held_ddl_batch_commits_what_the_generic_way_commits(
+        spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from binlake.spark.apply import tombstone_path
+
+    log = Binlog(spark)
+    log.ddl("CREATE TABLE f (id INT PRIMARY KEY, v VARCHAR(10), n INT)")
+    log.insert("f", id=1, v="a", n=1)
+    log.insert("f", id=2, v="b", n=2)
+    log.update("f", {"id": 1, "v": "a", "n": 1}, n=10)
+    log.ddl("ALTER TABLE f ADD COLUMN c INT DEFAULT 7, RENAME COLUMN n TO m")
+    log.update("f", {"id": 2, "v": "b", "m": 2, "c": 7}, v="b2")
+    log.row("delete", "f", {"id": 1, "v": "a", "m": 10, "c": 7})
+    log.insert("f", id=3, v="c", m=3, c=None)
+    log.update("f", {"id": 3, "v": "c", "m": 3, "c": None}, id=4)  # a key change
+    batch = log.batch()
+    arrow = batch.toArrow()
+    generic = ApplyConfig(target=str(tmp_path / "generic"), app_id="g")
+    held = ApplyConfig(target=str(tmp_path / "held"), app_id="g")
+    apply_batch(spark, batch, 1, generic, {})
+    caplog.set_level(logging.DEBUG, logger="binlake.apply")
+    apply_batch(spark, batch, 1, held, {}, arrow=arrow)
+    assert any(r.msg == "table folded" for r in caplog.records)
+    want = read(spark, generic.target, "f")
+    assert [(r["id"], r["v"], r["m"], r["c"]) for r in want] == [(2, "b2", 2, 7), (4, "c", 3, None)]
+    assert read(spark, held.target, "f") == want
+    tombs = [sorted(r[0] for r in spark.read.format("delta").load(tombstone_path(t, DB, "f"))
+                    .select("id").collect()) for t in (generic.target, held.target)]
+    assert tombs[0] == tombs[1] == [1, 3]
+    # a replay of the batch id changes nothing
+    path = table_path(held.target, DB, "f")
+    before = versions(path)
+    apply_batch(spark, batch, 1, held, {}, arrow=arrow)
+    assert versions(path) == before and read(spark, held.target, "f") == want

@@ -176,6 +176,7 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     from pyspark.sql import functions as F
 
     _check_config(config)
+    held: pa.Table | None = None  # a DDL batch held by the driver
     if arrow is not None:
         stats = net_stats(arrow)
         if not (config.change_log or config.inserts_only or any(s.ddl for s in stats)):
@@ -183,6 +184,11 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
         log.debug("batch applied the generic way", extra={
             "batch": batch_id, "why": "change log" if config.change_log else
             "snapshot" if config.inserts_only else "DDL"})
+        if not (config.change_log or config.inserts_only):
+            # Its rows are on the driver already: handed to Spark from there, nothing reads
+            # the batch's binlog range again, and the stats need no Spark job.
+            held = arrow
+            changes = spark.createDataFrame(arrow)
     resolve = _resolver(specs)
     result = ApplyResult(batch_id)
     changes = changes.persist()  # every action would otherwise re-read the source
@@ -190,7 +196,8 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
         if config.change_log:
             _append_change_log(spark, changes, batch_id, config)
         t0 = time.monotonic()
-        stats = _batch_stats(changes)
+        if held is None:
+            stats = _batch_stats(changes)
         log.debug("batch read and planned", extra={"batch": batch_id,
                                                    "seconds": round(time.monotonic() - t0, 2)})
         _refuse_statements(stats, config)
@@ -211,7 +218,9 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
                 for g in groups:
                     grouped.update(g.keys)
                     ctx = evolve.Context(config, batch_id, resolve, seq_type, journal, changes,
-                                         _apply_table)
+                                         _apply_table,
+                                         _last_segment(held, batch_id, config) if held is not None
+                                         else None)
                     jobs.append((g.keys, lambda session, g=g, ctx=ctx:
                                  evolve.run_group(session, g, ctx)))
                     result.tables.extend(f"{s}.{t}" for s, t in g.keys if config.wants(s, t))
@@ -243,6 +252,31 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
     finally:
         changes.unpersist()
     return result
+
+
+def _last_segment(held: "pa.Table", batch_id: int, config: ApplyConfig
+                  ) -> Callable[..., None]:
+    """For `evolve.run_group`: apply a table's rows after its last DDL of a driver-held batch
+    (`after`: that DDL's seq) as a plain driver-held table is (`_apply_rows`: folded here when
+    it can be), under the config's own app id as the generic way would."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def apply(spark: "SparkSession", schema: str, table: str, after: tuple[int, ...] | None,
+              spec: TableSpec) -> None:
+        rows = table_rows(held, schema, table)
+        rows = rows.filter(pc.is_in(rows.column("op"), pa.array([*ROW_OPS, "truncate"])))
+        if after is not None:
+            seq = rows.column("seq").combine_chunks()
+            seqs = zip(*(seq.field(i).to_pylist() for i in range(seq.type.num_fields)))
+            rows = rows.filter(pa.array([x > after for x in seqs], pa.bool_()))
+        stats = [s for s in net_stats(rows) if s.rows]
+        if stats:
+            # DDL may have moved or deleted this name's tombstones: look at them again
+            _NEWEST_TOMBSTONE.pop(tombstone_path(config.target, schema, table), None)
+            _apply_rows(spark, rows, batch_id, config, spec, stats[0])
+
+    return apply
 
 
 def apply_arrow(spark: "SparkSession", arrow: "pa.Table", batch_id: int, config: ApplyConfig,

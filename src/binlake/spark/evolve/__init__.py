@@ -78,15 +78,15 @@ from ..tables import KNOWN, ApplyError, is_delta, seq_lit, table_path, tombstone
 from ...schema.spec import TableSpec
 from .defaults import evaluate_default
 from .journal import (
-    JOURNAL_DDL, TAG_CONF, Context, DETAILS, _record, _tagged, _tags, forget_caches, journal_path,
-    open_journal,
+    JOURNAL_DDL, TAG_CONF, Context, DETAILS, commit_tags, forget_caches, journal_path,
+    open_journal, record_item, tagged_commits,
 )
-from .ops import _delete, _exists, _move, run_op
-from .plan import INTERNAL, plan_step, _props, State, dropped_path
+from .ops import delete_path, path_exists, move_folder, run_op
+from .plan import INTERNAL, plan_step, table_props, State, dropped_path
 from .retype import TEXT_SOURCES
 from .shapes import MARK_PROP, SHAPE_PROP, shape_from_json, shape_json, spec_from_entry
 from .statement import Added, ColumnDiff, undo_first, analyze, parse_statement
-from .steps import DdlStep, Group, Key, Seq, _text, load_steps, make_groups
+from .steps import DdlStep, Group, Key, Seq, mark_text, load_steps, make_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -106,7 +106,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
                                       tombstone_path(cfg.target, *key))
             if is_delta(spark, st.path):
                 st.exists = True
-                props = _props(spark, st.path)[0]
+                props = table_props(spark, st.path)[0]
                 if MARK_PROP in props:
                     st.mark = tuple(json.loads(props[MARK_PROP]))
                 if SHAPE_PROP in props:
@@ -138,12 +138,16 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
                 raise ApplyError(f"no table shape for {key[0]}.{key[1]}",
                                  hint="give `specs` an entry for it (schema history or "
                                       "information_schema)")
+            if end is None and ctx.apply_last is not None:
+                ctx.apply_last(spark, key[0], key[1], cuts[s - 1] if s > 0 else None, spec)
+                state(key).exists = True
+                continue
             part = ctx.changes.where((F.col("schema") == key[0]) & (F.col("table") == key[1]))
             if s > 0:
                 part = part.where(F.col("seq") > seq_lit(cuts[s - 1]))
             if end is not None:
                 part = part.where(F.col("seq") < seq_lit(end))
-            app = cfg.app_id if end is None else f"{cfg.app_id}@{_text(end)}"
+            app = cfg.app_id if end is None else f"{cfg.app_id}@{mark_text(end)}"
             ctx.apply_rows(spark, part, ctx.batch_id, cfg, spec,
                            stats[0], stats[1], app)
             state(key).exists = True
@@ -154,8 +158,8 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
     def started(i: int) -> bool:
         """Step i was begun by an earlier run of this batch id (steps run in order, so a
         later step's plan means this one finished), or applied by another batch."""
-        return any(f"plan:{_text(s.mark)}" in items or f"done:{_text(s.mark)}" in items
-                   or _text(s.mark) in ctx.journal["elsewhere"] for s in group.steps[i:])
+        return any(f"plan:{mark_text(s.mark)}" in items or f"done:{mark_text(s.mark)}" in items
+                   or mark_text(s.mark) in ctx.journal["elsewhere"] for s in group.steps[i:])
 
     def _segment_done(key: Key, end: Seq) -> bool:
         for i, s in enumerate(group.steps):
@@ -168,7 +172,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
     for i, step in enumerate(group.steps):
         for key in dict.fromkeys((step.src, step.key)):
             flush(key, bisect.bisect_left(group.cuts[key], step.seq) + 1)
-        mt = _text(step.mark)
+        mt = mark_text(step.mark)
         finished = (f"done:{mt}" in items or mt in ctx.journal["elsewhere"]
                     or started(i + 1))
         if _run_step(spark, step, ctx, state, shape, finished):
@@ -176,7 +180,7 @@ def run_group(spark: "SparkSession", group: Group, ctx: Context) -> None:
     for key in group.keys:
         flush(key, len(group.cuts.get(key, [])) + 1)
     if last is not None:  # spares a replay the look at the tables' history
-        _record(spark, ctx, f"done:{_text(last.mark)}")
+        record_item(spark, ctx, f"done:{mark_text(last.mark)}")
 
 
 def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
@@ -184,7 +188,7 @@ def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
               finished: bool) -> bool:
     """Plan (or resume) and execute one step; True when it ran operations."""
     items = ctx.journal["items"]
-    mt = _text(step.mark)
+    mt = mark_text(step.mark)
     new = spec_from_entry(step.entry)
     ran = False
     if not finished:
@@ -193,7 +197,7 @@ def _run_step(spark: "SparkSession", step: DdlStep, ctx: Context,
         else:
             ops, resume = plan_step(spark, step, new, ctx, state, shape), False
             if ops:
-                _record(spark, ctx, f"plan:{mt}", json.dumps(ops))
+                record_item(spark, ctx, f"plan:{mt}", json.dumps(ops))
         if ops:
             _execute(spark, step, ops, ctx, resume)
             ran = True
@@ -224,7 +228,8 @@ def _execute(spark: "SparkSession", step: DdlStep, ops: list[dict[str, Any]], ct
     moved: dict[str, int] = {}  # path -> index of a later move of it that is done
     if resume:
         for j, op in enumerate(ops):
-            if op["op"] == "move" and _exists(spark, op["to"]) and not _exists(spark, op["from"]):
+            if (op["op"] == "move" and path_exists(spark, op["to"])
+                    and not path_exists(spark, op["from"])):
                 moved[op["from"]] = j
 
     def done(path: str, tag: str, i: int) -> bool:
@@ -234,21 +239,21 @@ def _execute(spark: "SparkSession", step: DdlStep, ops: list[dict[str, Any]], ct
             return True  # the table was moved on after this operation: it had it
         if path not in tags:
             KNOWN.pop(path, None)
-            tags[path] = _tags(spark, path) if is_delta(spark, path) else set()
+            tags[path] = commit_tags(spark, path) if is_delta(spark, path) else set()
         return tag in tags[path]
 
     for i, op in enumerate(ops):
         kind = op["op"]
         if kind == "move":
-            _move(spark, op["from"], op["to"])
+            move_folder(spark, op["from"], op["to"])
             continue
         if kind == "delete":
-            _delete(spark, op["path"])
+            delete_path(spark, op["path"])
             continue
-        tag = f"binlake-ddl {_text(step.mark)} {i}"
+        tag = f"binlake-ddl {mark_text(step.mark)} {i}"
         if done(op["path"], tag, i):
             continue
-        with _tagged(spark, tag):
+        with tagged_commits(spark, tag):
             run_op(spark, op, ctx)
         KNOWN.pop(op["path"], None)
         DETAILS.pop(op["path"], None)

@@ -38,11 +38,11 @@ def evaluate_default(added: Added, col: ColumnSpec, ts: int | None
     if added.default is None:
         if col.nullable:
             return None, None
-        return _implicit(col, p.values or ())
+        return implicit_default(col, p.values or ())
     return _literal(list(added.default), col, p, ts)
 
 
-def _implicit(col: ColumnSpec, labels: tuple[str, ...]) -> tuple[str | None, str | None]:
+def implicit_default(col: ColumnSpec, labels: tuple[str, ...]) -> tuple[str | None, str | None]:
     """The implicit default of a NOT NULL column (what existing rows get without DEFAULT)."""
     t = col.type
     if t in INTEGER_TYPES or t in ("decimal", "float", "double", "bit", "year"):

@@ -51,7 +51,7 @@ def open_journal(spark: "SparkSession", config: ApplyConfig, batch_id: int) -> d
                           and (r[0], r[1]) != (config.app_id, batch_id)}}
 
 
-def _record(spark: "SparkSession", ctx: "Context", item: str, payload: str | None = None) -> None:
+def record_item(spark: "SparkSession", ctx: "Context", item: str, payload: str | None = None) -> None:
     now = dt.datetime.now(dt.timezone.utc)
     row = (ctx.config.app_id, ctx.batch_id, item, payload)
     (spark.createDataFrame([(*row, now)], JOURNAL_DDL)
@@ -76,9 +76,12 @@ class Context:
     changes: "DataFrame"
     apply_rows: Callable[..., None]
     """apply._apply_table(spark, part, batch_id, config, spec, trunc, deletes, app_id)"""
+    apply_last: Callable[..., None] | None = None
+    """For a batch held by the driver: (spark, schema, table, after seq, spec) applies the
+    table's rows after its last DDL there (no typing in Spark); None: `apply_rows` does."""
 
 
-def _tags(spark: "SparkSession", path: str) -> set[str]:
+def commit_tags(spark: "SparkSession", path: str) -> set[str]:
     from delta.tables import DeltaTable
 
     rows = DeltaTable.forPath(spark, path).history(1000).select("userMetadata").collect()
@@ -86,7 +89,7 @@ def _tags(spark: "SparkSession", path: str) -> set[str]:
 
 
 @contextlib.contextmanager
-def _tagged(spark: "SparkSession", tag: str) -> Iterator[None]:
+def tagged_commits(spark: "SparkSession", tag: str) -> Iterator[None]:
     """Commits made inside carry `tag` as their commitInfo.userMetadata."""
     spark.conf.set(TAG_CONF, tag)
     try:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..tables import ApplyError, KNOWN, delta_ref, quote_name
 from ..typing import typed_value
 from .journal import Context, DETAILS
-from .retype import _converted
+from .retype import converted_col
 from .shapes import col_from_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +34,7 @@ def run_op(spark: "SparkSession", op: dict[str, Any], ctx: Context) -> None:
     elif kind == "rewrite":
         df = spark.read.format("delta").load(path)
         convs = op["columns"]
-        out = [_converted(F.col(quote_name(f.name)), convs[f.name]).alias(f.name) if f.name in convs
+        out = [converted_col(F.col(quote_name(f.name)), convs[f.name]).alias(f.name) if f.name in convs
                else F.col(quote_name(f.name)) for f in df.schema.fields]
         (df.select(*out).write.format("delta").mode("overwrite")
          .option("overwriteSchema", "true").save(path))
@@ -72,7 +72,7 @@ def _forget(spark: "SparkSession", *paths: str) -> None:
             spark._jsparkSession, jvm.org.apache.hadoop.fs.Path(path))  # type: ignore[attr-defined]
 
 
-def _move(spark: "SparkSession", src: str, dst: str) -> None:
+def move_folder(spark: "SparkSession", src: str, dst: str) -> None:
     """Move a folder; done when `dst` exists (a resumed move), nothing when `src` does not."""
     fs, s = _fs(spark, src)
     d = _fs(spark, dst)[1]
@@ -84,12 +84,12 @@ def _move(spark: "SparkSession", src: str, dst: str) -> None:
     _forget(spark, src, dst)
 
 
-def _exists(spark: "SparkSession", path: str) -> bool:
+def path_exists(spark: "SparkSession", path: str) -> bool:
     fs, p = _fs(spark, path)
     return bool(fs.exists(p))
 
 
-def _delete(spark: "SparkSession", path: str) -> None:
+def delete_path(spark: "SparkSession", path: str) -> None:
     fs, p = _fs(spark, path)
     if fs.exists(p):
         fs.delete(p, True)

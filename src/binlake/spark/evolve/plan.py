@@ -12,12 +12,12 @@ from ..tables import (
 )
 from ...schema.spec import TEMPORAL_TYPES, TableSpec
 from ..typing import spark_type
-from .defaults import _implicit, zero_date, evaluate_default
+from .defaults import implicit_default, zero_date, evaluate_default
 from .journal import Context, DETAILS
-from .retype import check_conversions, _conversion, widens
+from .retype import check_conversions, retype_conversion, widens
 from .shapes import MARK_PROP, SHAPE_PROP, col_json, shape_json
 from .statement import analyze
-from .steps import DdlStep, Key, Seq, _labels
+from .steps import DdlStep, Key, Seq, enum_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -46,7 +46,7 @@ class State:
     resolved: bool = False
 
 
-def _props(spark: "SparkSession", path: str) -> tuple[dict[str, str], int, int]:
+def table_props(spark: "SparkSession", path: str) -> tuple[dict[str, str], int, int]:
     """(properties, min reader version, min writer version) of a Delta table."""
     got = DETAILS.get(path)
     if got is None:
@@ -133,7 +133,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: State, old: TableSpec | N
     keep = cfg.drop_columns == "keep"
     suffix = f"__dropped_{step.seq[0]}_{step.seq[1]}"
     ops: list[dict[str, Any]] = []
-    props, reader, writer = _props(spark, st.path)
+    props, reader, writer = table_props(spark, st.path)
 
     def alter(sql: str) -> None:
         ops.append({"op": "sql", "path": st.path, "sql": sql})
@@ -212,7 +212,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: State, old: TableSpec | N
             raise ApplyError(f"{what}; Delta cannot widen that in place and retype='error'",
                              hint="set ApplyConfig(retype='rewrite') to convert the existing "
                                   "values, or re-snapshot the table")
-        conv = _conversion(c[1], want, before, new.column(n))
+        conv = retype_conversion(c[1], want, before, new.column(n))
         if conv is None:
             raise ApplyError(f"{what}; binlake cannot convert the existing values exactly",
                              hint="re-snapshot the table (drop its Delta folder and snapshot "
@@ -250,7 +250,7 @@ def _columns(spark: "SparkSession", step: DdlStep, st: State, old: TableSpec | N
                 sets.append({"column": n, "text": text, "nulls": False, "spec": col_json(col)})
         elif old is not None and not col.nullable and origin.get(n.lower(), n) in old.names \
                 and old.column(origin.get(n.lower(), n)).nullable:
-            text, unknown = _implicit(col, _labels(step, n))
+            text, unknown = implicit_default(col, enum_labels(step, n))
             if unknown is None and text is not None:  # MariaDB's NULL -> NOT NULL conversion
                 sets.append({"column": n, "text": text, "nulls": True, "spec": col_json(col)})
     for s in sets:

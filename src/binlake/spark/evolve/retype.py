@@ -35,8 +35,8 @@ def widens(have: "DataType", want: "DataType") -> bool:
     return h is T.DateType and w is T.TimestampNTZType
 
 
-def _conversion(have: "DataType", want: "DataType", before: ColumnSpec | None,
-                after: ColumnSpec) -> dict[str, Any] | None:
+def retype_conversion(have: "DataType", want: "DataType", before: ColumnSpec | None,
+                      after: ColumnSpec) -> dict[str, Any] | None:
     """How to convert existing values like MariaDB does, or None when binlake cannot."""
     from pyspark.sql import types as T
 
@@ -70,7 +70,7 @@ def _conversion(have: "DataType", want: "DataType", before: ColumnSpec | None,
     return None
 
 
-def _converted(col: "Column", conv: dict[str, Any]) -> "Column":
+def converted_col(col: "Column", conv: dict[str, Any]) -> "Column":
     from pyspark.sql import functions as F
 
     if conv["how"] == "round":
@@ -89,7 +89,7 @@ def check_conversions(spark: "SparkSession", path: str, convs: dict[str, dict[st
     df = spark.read.format("delta").load(path)
     for name, conv in convs.items():
         c = F.col(quote_name(name))
-        bad = df.where(c.isNotNull() & _converted(c, conv).isNull()).select(c).limit(1).collect()
+        bad = df.where(c.isNotNull() & converted_col(c, conv).isNull()).select(c).limit(1).collect()
         if bad:
             raise ApplyError(f"{step.where}: column {name} holds {bad[0][0]!r}, which does not "
                              f"convert to {conv['to']}",

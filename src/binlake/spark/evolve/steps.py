@@ -17,11 +17,11 @@ Key = tuple[str, str]
 Seq = tuple[int, ...]
 
 
-def _text(mark: Seq) -> str:
+def mark_text(mark: Seq) -> str:
     return ".".join(str(x) for x in mark)
 
 
-def _labels(step: "DdlStep", name: str) -> tuple[str, ...]:
+def enum_labels(step: "DdlStep", name: str) -> tuple[str, ...]:
     for c in step.entry.get("columns") or ():
         if c["name"].lower() == name.lower():
             return tuple(parse_type(step.entry, c).values or ())
