@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +88,49 @@ def sspark(spark: Any) -> Any:
 
     spark.dataSource.register(BinlakeDataSource)
     return spark
+
+
+def binlog_position(mariadb: Any) -> tuple[int, int]:
+    """The server's binlog end as (file index, position)."""
+    file, pos = mariadb.binlog_end()
+    return int(file.rsplit(".", 1)[1]), pos
+
+
+@pytest.fixture(scope="session")
+def binlog_batches() -> Any:
+    """`binlog_batches(spark, mariadb, db, tables, setup, steps, after_step=None)`: a workload
+    cut into one CDC batch per step (see `cut_binlog_batches`)."""
+    return cut_binlog_batches
+
+
+def cut_binlog_batches(spark: Any, mariadb: Any, db: str, tables: Sequence[str],
+                   setup: Sequence[str], steps: Sequence[Sequence[str]],
+                   after_step: Callable[[], None] | None = None) -> tuple[list[Any], dict[Any, Any]]:
+    """Run `setup`, then each step of statements (calling `after_step` after each), and return
+    one CDC DataFrame per step (the binlog read back with format("binlake"), cut at the
+    step's end positions) and the tables' specs as the server has them at the end."""
+    from pyspark.sql import functions as F
+
+    from binlake.schema.spec import read_table_spec
+
+    mariadb.sql(*setup)
+    marks = [binlog_position(mariadb)]
+    for step in steps:
+        mariadb.sql(*step)
+        marks.append(binlog_position(mariadb))
+        if after_step is not None:
+            after_step()
+    df = (spark.read.format("binlake").option("tables", ",".join(f"{db}.{t}" for t in tables))
+          .load(str(mariadb.binlog_dir)).persist())
+    at = F.struct(F.col("seq.file_index"), F.col("seq.pos"))
+
+    def mark(m: tuple[int, int]) -> Any:
+        return F.struct(F.lit(m[0]).alias("file_index"), F.lit(m[1]).cast("bigint").alias("pos"))
+
+    batches = [df.where((at >= mark(lo)) & (at < mark(hi))) for lo, hi in zip(marks, marks[1:])]
+    conn = mariadb.connect()
+    try:
+        specs = {(db, t): read_table_spec(conn, db, t) for t in tables}
+    finally:
+        conn.close()
+    return batches, specs

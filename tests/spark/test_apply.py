@@ -21,7 +21,7 @@ from binlake.spark.apply import (
     ApplyConfig, ApplyError, TableOptions, apply_batch, change_log_path, foreach_batch,
     table_path, tombstone_path,
 )
-from binlake.schema.spec import ColumnSpec, TableSpec, read_table_spec
+from binlake.schema.spec import ColumnSpec, TableSpec
 from binlake.spark.tables import plan_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -91,11 +91,6 @@ class Workload:
     specs: dict[tuple[str, str], TableSpec] = field(default_factory=dict)
 
 
-def _position(mariadb: Any) -> tuple[int, int]:
-    file, pos = mariadb.binlog_end()
-    return int(file.rsplit(".", 1)[1]), pos
-
-
 def _snapshot(mariadb: Any) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, list[str]]]:
     rows, cols = {}, {}
     conn = mariadb.connect()
@@ -112,31 +107,15 @@ def _snapshot(mariadb: Any) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str,
 
 
 @pytest.fixture(scope="module")
-def workload(spark: Any, mariadb: Any) -> Workload:
-    from pyspark.sql import functions as F
-
-    mariadb.sql(*SETUP)
-    marks = [_position(mariadb)]
+def workload(spark: Any, mariadb: Any, binlog_batches: Any) -> Workload:
     snapshots, columns = [], []
-    for step in STEPS:
-        mariadb.sql(*step)
-        marks.append(_position(mariadb))
+
+    def snap() -> None:
         rows, cols = _snapshot(mariadb)
         snapshots.append(rows)
         columns.append(cols)
-    df = (spark.read.format("binlake").option("tables", ",".join(f"{DB}.{t}" for t in TABLES))
-          .load(str(mariadb.binlog_dir)).persist())
-    at = F.struct(F.col("seq.file_index"), F.col("seq.pos"))
 
-    def mark(m: tuple[int, int]) -> Any:
-        return F.struct(F.lit(m[0]).alias("file_index"), F.lit(m[1]).cast("bigint").alias("pos"))
-
-    batches = [df.where((at >= mark(lo)) & (at < mark(hi))) for lo, hi in zip(marks, marks[1:])]
-    conn = mariadb.connect()
-    try:
-        specs = {(DB, t): read_table_spec(conn, DB, t) for t in TABLES}
-    finally:
-        conn.close()
+    batches, specs = binlog_batches(spark, mariadb, DB, TABLES, SETUP, STEPS, after_step=snap)
     return Workload(batches, snapshots, columns, specs)  # type: ignore[arg-type]
 
 

@@ -9,12 +9,12 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
 
 pytest.importorskip("pyspark")
 
-from binlake.cdc.net import net_scd1
-from binlake.schema.spec import read_table_spec
+from binlake.cdc.net import net_scd1, present_columns
 from binlake.spark.apply import ApplyConfig, TableOptions, apply_batch, fold_choice
 from binlake.spark.tables import table_path, tombstone_path
 
@@ -90,34 +90,9 @@ STEPS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _position(mariadb: Any) -> tuple[int, int]:
-    file, pos = mariadb.binlog_end()
-    return int(file.rsplit(".", 1)[1]), pos
-
-
 @pytest.fixture(scope="module")
-def fold_workload(spark: Any, mariadb: Any) -> tuple[list[Any], dict[tuple[str, str], Any]]:
-    from pyspark.sql import functions as F
-
-    mariadb.sql(*SETUP)
-    marks = [_position(mariadb)]
-    for step in STEPS:
-        mariadb.sql(*step)
-        marks.append(_position(mariadb))
-    df = (spark.read.format("binlake").option("tables", ",".join(f"{DB}.{t}" for t in TABLES))
-          .load(str(mariadb.binlog_dir)).persist())
-    at = F.struct(F.col("seq.file_index"), F.col("seq.pos"))
-
-    def mark(m: tuple[int, int]) -> Any:
-        return F.struct(F.lit(m[0]).alias("file_index"), F.lit(m[1]).cast("bigint").alias("pos"))
-
-    batches = [df.where((at >= mark(lo)) & (at < mark(hi))) for lo, hi in zip(marks, marks[1:])]
-    conn = mariadb.connect()
-    try:
-        specs = {(DB, t): read_table_spec(conn, DB, t) for t in TABLES}
-    finally:
-        conn.close()
-    return batches, specs
+def fold_workload(spark: Any, mariadb: Any, binlog_batches: Any) -> tuple[list[Any], dict[tuple[str, str], Any]]:
+    return binlog_batches(spark, mariadb, DB, TABLES, SETUP, STEPS)
 
 
 def _rows(spark: Any, path: str) -> list[tuple[Any, ...]]:
@@ -152,6 +127,13 @@ def test_folded_batches_commit_what_the_generic_way_commits(
     folded = ApplyConfig(target=str(tmp_path / "folded"), app_id="f", include=generic.include)
     arrows = [b.toArrow() for b in batches]
     order = [*range(len(batches)), 1]
+    # the MERGE's SET is plain for columns every net upsert carries (here every batch: each
+    # minimal image follows a full one of its key); the CASE case: the test below
+    spec = specs[(DB, "fold_all")]
+    cols = [c.name for c in spec.columns]
+    plains = [present_columns(net_scd1(a.filter(pc.equal(a.column("table"), "fold_all")),
+                                       list(spec.primary_key), cols)) for a in arrows]
+    assert all(p == set(range(len(cols))) for p in plains)
     caplog.set_level(logging.DEBUG, logger="binlake.apply")
     for i, k in enumerate(order):
         apply_batch(spark, batches[k], i + 1, generic, specs)
@@ -195,3 +177,33 @@ def test_net_of_a_key_move_and_a_minimal_image() -> None:
         ("upsert", True, "a", True, "5", True)
     assert net.min_seq == (1, 5, 0, 0) and net.max_delete_seq == (1, 10, 0, 0)
     assert net_scd1(batch, ["id"], ["id", "v", "w"], trunc=(1, 15, 0, 0)).table.num_rows == 1
+
+
+def test_columns_every_net_upsert_carries() -> None:
+    """`present_columns`: a column is plain when every net upsert is a full row or has it;
+    deletes do not count (the MERGE does not set their columns)."""
+    import pyarrow as pa
+
+    from binlake.cdc.arrow import CDC_SCHEMA
+
+    def rec(op: str, pos: int, before: str | None, after: str | None) -> dict[str, Any]:
+        return {"op": op, "schema": "s", "table": "t", "ts": None,
+                "seq": {"file_index": 1, "pos": pos, "inner": 0, "row": 0},
+                "before": before, "after": after}
+
+    full = [rec("insert", 1, None, '{"id":1,"v":"a","w":1}'),
+            rec("update", 2, '{"id":2,"v":"b","w":2}', '{"id":2,"v":"c","w":2}'),
+            rec("delete", 3, '{"id":3}', None)]
+    cols = ["id", "v", "w"]
+    net = net_scd1(pa.Table.from_pylist(full, schema=CDC_SCHEMA), ["id"], cols)
+    assert present_columns(net) == {0, 1, 2}
+    # a minimal update of a key the batch did not insert: only its columns are plain
+    minimal = [*full, rec("update", 4, '{"id":4}', '{"w":9}')]
+    net = net_scd1(pa.Table.from_pylist(minimal, schema=CDC_SCHEMA), ["id"], cols)
+    assert present_columns(net) == {2}
+    # the same minimal update after the key's insert in the batch: a full row
+    folded = [*full, rec("update", 4, '{"id":1}', '{"w":9}')]
+    net = net_scd1(pa.Table.from_pylist(folded, schema=CDC_SCHEMA), ["id"], cols)
+    assert present_columns(net) == {0, 1, 2}
+    empty = net_scd1(pa.Table.from_pylist([], schema=CDC_SCHEMA), ["id"], cols)
+    assert present_columns(empty) == {0, 1, 2}

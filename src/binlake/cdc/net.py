@@ -308,6 +308,21 @@ def _net_table(state: dict[tuple[Any, ...], list[Any]], nk: int, nc: int,
                       max(dels) if dels else None)
 
 
+def present_columns(net: NetChanges) -> set[int]:
+    """Indexes of the columns whose value every net upsert carries (a full row, or the column
+    present in its images): a MERGE may set them without asking per row."""
+    t = net.table
+    ups = pc.equal(t.column("_kind"), "upsert")
+    full = t.column("_full")
+    nc = sum(1 for n in t.column_names if n.startswith("_p"))
+    plain = set()
+    for i in range(nc):
+        missing = pc.and_(ups, pc.invert(pc.or_(full, t.column(f"_p{i}"))))
+        if not pc.any(missing).as_py():
+            plain.add(i)
+    return plain
+
+
 def table_rows(batch: pa.Table, schema: str, table: str) -> pa.Table:
     """The records of one table in a CDC batch."""
     mask = pc.and_(pc.equal(batch.column("schema"), schema), pc.equal(batch.column("table"), table))

@@ -40,9 +40,11 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping
 
-from ..cdc.net import BatchTable, batch_stats as net_stats, foldable, net_scd1, table_rows
+from ..cdc.net import (
+    BatchTable, batch_stats as net_stats, foldable, net_scd1, present_columns, table_rows,
+)
 from ..schema.spec import TableSpec
 from .tables import (
     END_AT, KNOWN as _KNOWN, ROW_OPS, SEQ_COL, START_AT, TS_COL, ApplyError, Plan as _Plan,
@@ -392,7 +394,8 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
             _scd1_create(typed, plan, path, schema, config.table_properties(), batch_id, app_id)
         else:
             ensure_table(spark, path, schema, config.table_properties())
-            _scd1(spark, typed, plan, path, st.trunc, batch_id, app_id, materialized=True)
+            _scd1(spark, typed, plan, path, st.trunc, batch_id, app_id, materialized=True,
+                  plain=present_columns(net))
         if config.tombstones and (net.deletes or st.trunc is not None):
             _write_tombstones(spark, typed, plan, tomb_path, seq_type, st.trunc, config,
                               batch_id, app_id, check_empty=False)
@@ -889,8 +892,12 @@ def _scd1_net(events: "DataFrame", plan: _Plan) -> "DataFrame":
 
 def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
           trunc: tuple[int, ...] | None, batch_id: int, app_id: str,
-          materialized: bool = False) -> None:
-    """MERGE each key's net change (`_scd1_net`)."""
+          materialized: bool = False, plain: Collection[int] = ()) -> None:
+    """MERGE each key's net change (`_scd1_net`).
+
+    `plain`: indexes of the columns that every net upsert carries (`present_columns`), so
+    their UPDATE takes the source value without the per-row presence CASE.
+    """
     on = " AND ".join(f"t.{_q(k)} <=> s._k{j}" for j, k in enumerate(plan.keys))
     sets, ins_cols, ins_vals = [], [], []
     for i, c in enumerate(plan.cols):
@@ -900,7 +907,8 @@ def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
             sets.append(f"t.{_q(c)} = {value}")
         else:
             value = f"s._c{i}"
-            sets.append(f"t.{_q(c)} = CASE WHEN s._full OR s._p{i} THEN s._c{i} ELSE t.{_q(c)} END")
+            sets.append(f"t.{_q(c)} = {value}" if i in plain else
+                        f"t.{_q(c)} = CASE WHEN s._full OR s._p{i} THEN {value} ELSE t.{_q(c)} END")
         ins_cols.append(_q(c))
         ins_vals.append(value)
     sets += [f"t.{SEQ_COL} = s._seq", f"t.{TS_COL} = s._ts"]
