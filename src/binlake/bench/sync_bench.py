@@ -24,8 +24,9 @@ it); without it the jdbc floor is skipped and says so.
 `--startup` times the fixed costs instead: fresh `binlake sync --once` processes on a small
 table (the first with its snapshot, then a handful of pending changes, then a batch with one
 ALTER), each split into its phases from the job's own log lines; then the same ALTER case in
-a long-running `binlake sync` (the production case): started, streaming (two small
-transactions applied), then an ALTER and an insert committed and timed to visible in Delta.
+a long-running `binlake sync` (the production case): started, streaming (an insert, then an
+update and an insert, applied), then an ALTER and an insert committed and timed to visible
+in Delta.
 """
 from __future__ import annotations
 
@@ -578,7 +579,8 @@ def _has_row(warehouse: Path, key: int, column: str | None = None) -> bool:
 def warm_alter(server: Any, tables: str, warehouse: Path, master: str, key: int,
                logs: Path, timeout: float = 600.0) -> dict[str, Any]:
     """The ALTER case in a long-running `binlake sync` (not --once, trigger 0.5 s): once it
-    streams (two small transactions applied, each waited for in Delta), commit `ALTER TABLE
+    streams (an insert, then an update and an insert, each waited for in Delta and in the
+    sync's log) and is idle, commit `ALTER TABLE
     t ADD COLUMN extra2 INT` and one insert, and time commit -> the row visible in Delta
     (polled every 0.1 s) and the batches that carried them (their apply seconds)."""
     import signal
