@@ -407,6 +407,17 @@ def test_driver_held_ddl_batch_commits_what_the_generic_way_commits(
     log.update("f", {"id": 3, "v": "c", "m": 3, "c": None}, id=4)  # a key change
     batch = log.batch()
     arrow = batch.toArrow()
+    # the steps and segments read from the driver-held batch are those Spark's jobs find
+    steps, held_steps = evolve.load_steps(batch), evolve.load_steps(batch, arrow)
+    assert [(s.mark, s.change, s.key, s.old_key, s.ts, s.file, s.pos, s.statement)
+            for s in held_steps] == [
+        (s.mark, s.change, s.key, s.old_key, s.ts, s.file, s.pos, s.statement) for s in steps]
+    assert [s.change for s in steps] == ["create", "alter"] and steps[0].ts == int(TS.timestamp())
+    groups = evolve.make_groups(batch, steps, {(DB, "f")})
+    held_groups = evolve.make_groups(batch, held_steps, {(DB, "f")}, arrow)
+    assert [(g.keys, g.cuts, g.segments) for g in held_groups] == [
+        (g.keys, g.cuts, g.segments) for g in groups]
+    assert groups[0].segments == {((DB, "f"), 1): (None, True), ((DB, "f"), 2): (None, True)}
     generic = ApplyConfig(target=str(tmp_path / "generic"), app_id="g")
     held = ApplyConfig(target=str(tmp_path / "held"), app_id="g")
     apply_batch(spark, batch, 1, generic, {})

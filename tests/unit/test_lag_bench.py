@@ -214,3 +214,16 @@ def test_summary_names_each_rate_and_the_verdicts() -> None:
     assert "500/s" in text and "-> bounded" in text and "NOT keeping up" in text
     assert "GROWING" in text and "highest rate with bounded lag: 500/s" in text
     assert "JVM 1500.0 MB" in text and "Delta == MariaDB after the run: True" in text
+
+
+def test_split_lead_times_only_what_was_written_after_the_warm_up() -> None:
+    from binlake.bench.lag_bench import split_lead
+
+    txs = [((1, 100 + i), 1000.0 + i) for i in range(10)]  # one transaction a second
+    wrote = {"txs": txs, "sizes": [10 + i for i in range(10)], "t0": 999.5,
+             "changes": sum(10 + i for i in range(10)), "seconds": 9.5, "achieved_per_s": 0.0}
+    timed, lead = split_lead(wrote, 4.0)  # the cut at 1003.5
+    assert lead == txs[:4] and timed["txs"] == txs[4:]
+    assert timed["changes"] == sum(10 + i for i in range(4, 10)) and timed["t0"] == 1003.5
+    assert timed["seconds"] == 5.5 and timed["achieved_per_s"] == timed["changes"] / 5.5
+    assert split_lead(wrote, 0.0) == (wrote, [])

@@ -4,8 +4,15 @@ One throwaway MariaDB with the seeded bench tables (narrow, wide, large), and `b
 running as its own process (the command a user runs, so its driver and JVM memory are its
 own):
 
-* **lag**: the sync snapshots the tables and keeps streaming (`--trigger-interval`); a writer
-  then commits multi-row transactions (inserts, updates and deletes on `narrow` and `wide`,
+* **lag**: the sync snapshots the tables and keeps streaming (`--trigger-interval`). The timed
+  load starts only once the sync streams (one transaction seen in Delta) and is warm: the
+  first rate is written for `--warmup` seconds (default 60) before its timed part, with no
+  pause between them, so the timed part starts with the sync's batches already in step with
+  the rate. Why: a fresh JVM's first batches take several times a warm batch (first MERGEs,
+  code generation), a production sync is past them within its first minute, and a rate
+  started from idle first runs one small batch while the next one's changes pile up. The
+  warm-up's own lags are reported apart (the phase's `warmup`); `--warmup 10` puts the
+  first batches back into the timed figure. A writer commits multi-row transactions (inserts, updates and deletes on `narrow` and `wide`,
   10-50 rows each, one round trip each) at each rate in row changes/s for `--seconds`, and
   notes for each the client's clock when COMMIT returned and the binlog end right after it
   (SHOW MASTER STATUS in the same round trip: only the writer writes). A transaction is
@@ -376,6 +383,7 @@ def write_for(writer: Writer, rate: float, seconds: float) -> dict[str, Any]:
     t0 = time.time()
     pacer = Pacer(rate, t0)
     txs: list[tuple[Key, float]] = []
+    sizes: list[int] = []
     done = 0
     while True:
         now = time.time()
@@ -386,10 +394,26 @@ def write_for(writer: Writer, rate: float, seconds: float) -> dict[str, Any]:
             time.sleep(wait)
         key, at, n = writer.commit_one()
         txs.append((key, at))
+        sizes.append(n)
         done += n
     wrote = (txs[-1][1] - t0) if txs else seconds
-    return {"txs": txs, "changes": done, "seconds": wrote,
+    return {"txs": txs, "sizes": sizes, "t0": t0, "changes": done, "seconds": wrote,
             "achieved_per_s": done / wrote if wrote > 0 else 0.0}
+
+
+def split_lead(wrote: dict[str, Any], lead: float) -> tuple[dict[str, Any], list[tuple[Key, float]]]:
+    """`write_for`'s result without the transactions of its first `lead` seconds (returned
+    apart): the timed part of a phase whose writing began earlier."""
+    if lead <= 0:
+        return wrote, []
+    cut = wrote["t0"] + lead
+    keep = [i for i, (_, at) in enumerate(wrote["txs"]) if at >= cut]
+    txs = [wrote["txs"][i] for i in keep]
+    done = sum(wrote["sizes"][i] for i in keep)
+    span = (txs[-1][1] - cut) if txs else 0.0
+    return ({"txs": txs, "sizes": [wrote["sizes"][i] for i in keep], "t0": cut, "changes": done,
+             "seconds": span, "achieved_per_s": done / span if span > 0 else 0.0},
+            wrote["txs"][:keep[0]] if keep else list(wrote["txs"]))
 
 
 def write_backlog(writer: Writer, changes: int, echo: Echo) -> dict[str, Any]:
@@ -665,7 +689,7 @@ class SyncProcess:
 class LagConfig:
     rates: tuple[int, ...] = DEFAULT_RATES
     seconds: float = 120.0
-    warmup: float = 10.0
+    warmup: float = 60.0
     scale: int = 20_000
     seed: int = 6
     tx_rows: tuple[int, int] = (10, 50)
@@ -706,9 +730,11 @@ def _compare(server: Any, warehouse: Path, master: str) -> dict[str, Any]:
 
 
 def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
-           seconds: float, drain_timeout: float, echo: Echo) -> dict[str, Any]:
+           seconds: float, drain_timeout: float, echo: Echo, lead: float = 0.0) -> dict[str, Any]:
+    """One rate: written for `lead + seconds`, timed over the last `seconds` only (the lead
+    is the warm-up: the timed part starts with the sync already in step with the rate)."""
     load0 = _load_avg()
-    wrote = write_for(writer, rate, seconds)
+    wrote, lead_txs = split_lead(write_for(writer, rate, lead + seconds), lead)
     txs = wrote["txs"]
     t_first = txs[0][1] if txs else time.time()
     drained = bool(txs) and batches.wait_for(txs[-1][0], drain_timeout, sync.check_alive)
@@ -745,6 +771,12 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
                            if model and rate_w < model[1] else None),
         "load_avg": {"start": load0, "end": _load_avg()},
     }
+    if lead > 0:
+        lead_lags = [x for x in lags_of(lead_txs, batches.visible()) if x is not None]
+        ph["warmup"] = {"seconds": lead, "transactions": len(lead_txs),
+                        "p50_s": _r(percentile(lead_lags, 50)),
+                        "p99_s": _r(percentile(lead_lags, 99)),
+                        "max_s": _r(max(lead_lags) if lead_lags else None)}
     ph["trend_bounded"] = trend.pop("bounded")
     ph.update(trend)
     ph["bounded"] = keeps_up(ph["trend_bounded"], drained, ph["batch_marginal_per_s"], rate_w)
@@ -785,14 +817,14 @@ def run_lag(cfg: LagConfig, echo: Echo = print) -> dict[str, Any]:
                 doc["start_s"] = round(time.time() - sync.t0, 1)
                 echo(f"sync streaming after {doc['start_s']} s (first change visible after "
                      f"{time.time() - t0:.1f} s)")
-                if cfg.warmup > 0:
-                    echo(f"warm-up: {cfg.rates[0]:,} changes/s for {cfg.warmup:g} s")
-                    doc["warmup"] = _phase(writer, batches, sync, cfg.rates[0], cfg.warmup,
-                                           cfg.drain_timeout, echo)
                 phases = []
-                for rate in cfg.rates:
-                    echo(f"writing {rate:,} row changes/s for {cfg.seconds:g} s")
-                    ph = _phase(writer, batches, sync, rate, cfg.seconds, cfg.drain_timeout, echo)
+                for i, rate in enumerate(cfg.rates):
+                    # the first rate's warm-up runs straight into its timed part (no drain)
+                    lead = cfg.warmup if i == 0 else 0.0
+                    echo(f"writing {rate:,} row changes/s for {cfg.seconds:g} s"
+                         + (f" after a warm-up of {lead:g} s at that rate" if lead else ""))
+                    ph = _phase(writer, batches, sync, rate, cfg.seconds, cfg.drain_timeout, echo,
+                                lead=lead)
                     phases.append(ph)
                     if not ph["drained"]:
                         echo(f"rate {rate:,}/s did not drain within {cfg.drain_timeout:g} s; "
@@ -910,8 +942,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)),
                     help="row changes/s, comma-separated (default %(default)s)")
     ap.add_argument("--seconds", type=float, default=120.0, help="per rate (default 120)")
-    ap.add_argument("--warmup", type=float, default=10.0,
-                    help="seconds at the first rate before measuring (default 10; 0: none)")
+    ap.add_argument("--warmup", type=float, default=60.0,
+                    help="seconds at the first rate, after the sync streams, before the timed "
+                         "rates: its first batches in a fresh JVM are slow (default 60; 0: none)")
     ap.add_argument("--scale", type=int, default=20_000,
                     help="row changes of the seeded workload snapshotted first (default 20000)")
     ap.add_argument("--seed", type=int, default=6)

@@ -23,7 +23,10 @@ it); without it the jdbc floor is skipped and says so.
 
 `--startup` times the fixed costs instead: fresh `binlake sync --once` processes on a small
 table (the first with its snapshot, then a handful of pending changes, then a batch with one
-ALTER), each split into its phases from the job's own log lines.
+ALTER), each split into its phases from the job's own log lines; then the same ALTER case in
+a long-running `binlake sync` (the production case): started, streaming (an insert, then an
+update and an insert, applied), then an ALTER and an insert committed and timed to visible
+in Delta.
 """
 from __future__ import annotations
 
@@ -547,20 +550,110 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
 STARTUP_SCHEMA = "binlake_start"
 
 
+STARTUP_COLUMNS = ("id", "v", "n", "extra", "extra2")
+
+
 def _startup_rows(warehouse: Path) -> list[tuple[Any, ...]]:
     """The startup table's rows in Delta (read with delta-rs: no JVM in this process)."""
     from deltalake import DeltaTable
 
     t = DeltaTable(str(warehouse / STARTUP_SCHEMA / "t")).to_pyarrow_table()
-    cols = [c for c in ("id", "v", "n", "extra") if c in t.column_names]
+    cols = [c for c in STARTUP_COLUMNS if c in t.column_names]
     return sorted(zip(*(t.column(c).to_pylist() for c in cols)))
+
+
+def _has_row(warehouse: Path, key: int, column: str | None = None) -> bool:
+    """Whether the startup table in Delta holds `key` (and has `column`)."""
+    from deltalake import DeltaTable
+
+    try:
+        t = DeltaTable(str(warehouse / STARTUP_SCHEMA / "t")).to_pyarrow_table(columns=["id"])
+        if column is not None and column not in DeltaTable(
+                str(warehouse / STARTUP_SCHEMA / "t")).schema().to_arrow().names:
+            return False
+    except Exception:  # noqa: BLE001 - mid-commit or not there yet: ask again
+        return False
+    return key in t.column("id").to_pylist()
+
+
+def warm_alter(server: Any, tables: str, warehouse: Path, master: str, key: int,
+               logs: Path, timeout: float = 600.0) -> dict[str, Any]:
+    """The ALTER case in a long-running `binlake sync` (not --once, trigger 0.5 s): once it
+    streams (an insert, then an update and an insert, each waited for in Delta and in the
+    sync's log) and is idle, commit `ALTER TABLE
+    t ADD COLUMN extra2 INT` and one insert, and time commit -> the row visible in Delta
+    (polled every 0.1 s) and the batches that carried them (their apply seconds)."""
+    import signal
+
+    s = STARTUP_SCHEMA
+    cmd = [sys.executable, "-m", "binlake.cli", "sync", server.url, "--tables", tables,
+           "--warehouse", str(warehouse), "--master", master, "--log-json",
+           "--trigger-interval", "0.5"]
+    t_launch = time.time()
+    with open(logs, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err,
+                                stdin=subprocess.DEVNULL, env=_env())
+
+    def alive(t0: float, what: str) -> None:
+        if proc.poll() is not None:
+            raise RuntimeError(f"binlake sync exited: {logs.read_text()[-2000:]}")
+        if time.time() - t0 > timeout:
+            raise RuntimeError(f"{what} not seen after {timeout:.0f} s")
+        time.sleep(0.1)
+
+    def visible(k: int, column: str | None = None) -> float:
+        t0 = time.time()
+        while not _has_row(warehouse, k, column):
+            alive(t0, f"row {k} in Delta")
+        return round(time.time() - t0, 2)
+
+    def batches(changes: int) -> list[dict[str, Any]]:
+        """The batches logged once they hold `changes` in all (a batch's log line follows its
+        last commit, auto compaction included: the sync is idle after it)."""
+        t0 = time.time()
+        while True:
+            got = sync_phases(logs.read_text(), t_launch)["batches"]
+            if sum(int(b["rows"] or 0) for b in got) >= changes:
+                return list(got)
+            alive(t0, f"{changes} changes applied")
+
+    try:
+        out: dict[str, Any] = {}
+        server.sql(f"INSERT INTO {s}.t (id, v, n) VALUES ({key}, 'warm 1', 1)", database=None)
+        out["first_visible_s"] = visible(key)
+        batches(1)
+        out["streaming_at_s"] = round(time.time() - t_launch, 2)
+        server.sql(f"UPDATE {s}.t SET v = 'warm 2' WHERE id = {key}",
+                   f"INSERT INTO {s}.t (id, v, n) VALUES ({key + 1}, 'warm 2', 2)", database=None)
+        out["second_visible_s"] = visible(key + 1)
+        before = batches(3)
+        time.sleep(2.0)  # idle: no batch runs when the ALTER is committed
+        t_commit = time.time()
+        server.sql(f"ALTER TABLE {s}.t ADD COLUMN extra2 INT",
+                   f"INSERT INTO {s}.t (id, v, n, extra2) VALUES ({key + 2}, 'warm alter', 3, 7)",
+                   database=None)
+        out["commit_s"] = round(time.time() - t_commit, 2)
+        out["alter_visible_s"] = round(visible(key + 2, "extra2") + out["commit_s"], 2)
+        after = batches(4)
+        out["alter_batches"] = after[len(before):]
+        out["batches_before"] = before
+        out["session_ready_s"] = sync_phases(logs.read_text(), t_launch).get("session_ready_s")
+        return out
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def run_startup(rows: int = 1000, workdir: Path | None = None,
                 echo: Callable[[str], None] = print, keep: bool = False,
-                master: str = "local[2]") -> dict[str, Any]:
+                master: str = "local[2]", warm: bool = True) -> dict[str, Any]:
     """Fixed costs of `binlake sync`, each a fresh `binlake sync --once` process on one small
-    table: the first run (snapshot), a handful of pending changes, a batch with one ALTER."""
+    table: the first run (snapshot), a handful of pending changes, a batch with one ALTER;
+    then (`warm`) one ALTER and an insert in a long-running sync (`warm_alter`)."""
     from ..devtools.devserver import DevServer
 
     work = Path(workdir or tempfile.mkdtemp(prefix="binlake-startbench-"))
@@ -590,7 +683,13 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
         echo("startup: binlake sync --once with one ALTER and one insert")
         runs["alter"] = cli_sync(server.url, f"{s}.*", wh, master)
         echo(f"startup: {runs['alter']}")
-        want = sorted(server.sql(f"SELECT id, v, n, extra FROM {s}.t", database=None))
+        if warm:
+            echo("startup: a long-running binlake sync, streaming, then one ALTER and one insert")
+            runs["warm_alter"] = warm_alter(server, f"{s}.*", wh, master, rows + 10,
+                                            work / "warm-sync.log")
+            echo(f"startup: {runs['warm_alter']}")
+        cols = ", ".join(c for c in STARTUP_COLUMNS if warm or c != "extra2")
+        want = sorted(server.sql(f"SELECT {cols} FROM {s}.t", database=None))
         got = _startup_rows(wh)
         doc.update(runs=runs, equal=[tuple(r) for r in want] == got)
         return doc
@@ -603,6 +702,13 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
 def format_startup(doc: dict[str, Any]) -> str:
     lines = []
     for name, r in doc["runs"].items():
+        if name == "warm_alter":
+            batches = ", ".join(f"{b['rows']} rows applied in {b['apply_s']} s"
+                                for b in r["alter_batches"]) or "no batch"
+            lines.append(f"{name}: long-running sync streaming at {r['streaming_at_s']} s; "
+                         f"ALTER + insert committed -> visible in Delta {r['alter_visible_s']} s; "
+                         f"batches: {batches}")
+            continue
         batches = ", ".join(f"batch at {b['start_s']} s applied in {b['apply_s']} s"
                             for b in r["batches"]) or "no batch"
         snap = f", snapshot applied at {r['snapshot_s']} s" if "snapshot_s" in r else ""
@@ -663,6 +769,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the warm second snapshot and the fresh-process (cold) runs")
     ap.add_argument("--startup", action="store_true",
                     help="time the fixed costs of fresh `binlake sync --once` runs instead")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="--startup: skip the ALTER in a long-running sync")
     ap.add_argument("--floor", choices=["jdbc", "write"], help=argparse.SUPPRESS)
     ap.add_argument("--floor-spec", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -679,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir) if args.workdir else None
     echo = lambda m: print(m, file=sys.stderr)  # noqa: E731
     if args.startup:
-        doc = run_startup(workdir=workdir, echo=echo, keep=args.keep)
+        doc = run_startup(workdir=workdir, echo=echo, keep=args.keep, warm=not args.no_warm)
     else:
         def save(d: dict[str, Any]) -> None:
             if args.json_path:

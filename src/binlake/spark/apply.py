@@ -211,10 +211,10 @@ def apply_batch(spark: "SparkSession", changes: "DataFrame", batch_id: int,
         if any(r["ddl"] for r in stats):
             from . import evolve
 
-            steps = evolve.load_steps(changes)
+            steps = evolve.load_steps(changes, held)  # held: no Spark job
             if steps:
                 wanted = {k for k in rows if config.wants(*k)}
-                groups = evolve.make_groups(changes, steps, wanted)
+                groups = evolve.make_groups(changes, steps, wanted, held)
                 journal = evolve.open_journal(spark, config, batch_id)
                 seq_type = changes.schema["seq"].dataType
                 for g in groups:

@@ -10,6 +10,7 @@ from ..tables import ROW_OPS, seq_lit
 from .shapes import parse_type
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 
@@ -69,14 +70,42 @@ def _clip(s: str, n: int = 100) -> str:
     return repr(s if len(s) <= n else s[:n] + "...")
 
 
-def load_steps(changes: "DataFrame") -> list[DdlStep]:
+def load_steps(changes: "DataFrame", held: "pa.Table | None" = None) -> list[DdlStep]:
     """The batch's ddl records -> steps in seq order (only the entries of tables the
-    records are for: a source's table filter applies to them as to rows)."""
-    from pyspark.sql import functions as F
+    records are for: a source's table filter applies to them as to rows). `held`: the same
+    batch on the driver (CDC_SCHEMA), read there instead of by a Spark job."""
+    rows: list[dict[str, Any]]
+    if held is not None:
+        rows = _held_ddl_rows(held)
+    else:
+        from pyspark.sql import functions as F
 
-    rows = (changes.where(F.col("op") == "ddl")
-            .select("schema", "table", "seq", F.unix_timestamp("ts").alias("_epoch"), "query",
-                    "ddl", "file", "pos").collect())
+        rows = [{**r.asDict(), "seq": tuple(r["seq"])} for r in
+                changes.where(F.col("op") == "ddl")
+                .select("schema", "table", "seq", F.unix_timestamp("ts").alias("_epoch"),
+                        "query", "ddl", "file", "pos").collect()]
+    return _steps(rows)
+
+
+def _held_ddl_rows(held: "pa.Table") -> list[dict[str, Any]]:
+    """`load_steps`'s rows from a driver-held batch: `_epoch` as Spark's unix_timestamp
+    gives it (whole seconds, rounded down)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ddl = held.filter(pc.equal(held.column("op"), "ddl"))
+    micros = pc.cast(ddl.column("ts"), pa.int64()).to_pylist()
+    out = []
+    for r, us in zip(ddl.select(["schema", "table", "seq", "query", "ddl", "file", "pos"])
+                     .to_pylist(), micros):
+        seq = r["seq"]
+        r["seq"] = tuple(seq.values()) if seq is not None else None
+        r["_epoch"] = None if us is None else us // 1_000_000
+        out.append(r)
+    return out
+
+
+def _steps(rows: list[dict[str, Any]]) -> list[DdlStep]:
     keys: dict[Seq, set[Key]] = {}
     docs: dict[Seq, tuple[Any, dict[str, Any]]] = {}
     for r in rows:
@@ -119,8 +148,10 @@ class Group:
     """(table, segment) -> (last TRUNCATE seq, has deletes), for segments with rows."""
 
 
-def make_groups(changes: "DataFrame", steps: list[DdlStep], row_keys: set[Key]) -> list[Group]:
-    """Link tables through their DDL, then count rows per segment (one Spark job)."""
+def make_groups(changes: "DataFrame", steps: list[DdlStep], row_keys: set[Key],
+                held: "pa.Table | None" = None) -> list[Group]:
+    """Link tables through their DDL, then count rows per segment (one Spark job, or none
+    for a batch `held` by the driver: the same batch in CDC_SCHEMA)."""
     from pyspark.sql import functions as F
 
     parent: dict[Key, Key] = {}
@@ -142,7 +173,9 @@ def make_groups(changes: "DataFrame", steps: list[DdlStep], row_keys: set[Key]) 
         cuts = {k: sorted({s.seq for s in gsteps if k in (s.src, s.key)}) for k in keys}
         groups.append(Group(keys, gsteps, cuts))
     by_key = {k: g for g in groups for k in g.keys if k in row_keys}
-    if by_key:
+    if by_key and held is not None:
+        _held_segments(held, by_key)
+    elif by_key:
         seg: Any = None
         cond: Any = None
         for (schema, table), g in by_key.items():
@@ -161,3 +194,28 @@ def make_groups(changes: "DataFrame", steps: list[DdlStep], row_keys: set[Key]) 
             trunc = tuple(r["trunc"]) if r["trunc"] is not None else None
             by_key[key].segments[(key, r["_seg"])] = (trunc, bool(r["deletes"]))
     return groups
+
+
+def _held_segments(held: "pa.Table", by_key: dict[Key, Group]) -> None:
+    """`make_groups`'s segment stats from a driver-held batch: per table and segment with
+    rows, the last TRUNCATE's seq and whether an update or delete is among them."""
+    import bisect
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = held.filter(pc.is_in(held.column("op"), pa.array([*ROW_OPS, "truncate"])))
+    found: dict[tuple[Key, int], tuple[Seq | None, bool]] = {}
+    for r in rows.select(["schema", "table", "op", "seq"]).to_pylist():
+        key = (r["schema"], r["table"])
+        g = by_key.get(key)
+        if g is None:
+            continue
+        seq = tuple(r["seq"].values())
+        seg = bisect.bisect_left(g.cuts[key], seq)  # how many of its DDL come before the row
+        trunc, deletes = found.get((key, seg), (None, False))
+        if r["op"] == "truncate" and (trunc is None or seq > trunc):
+            trunc = seq
+        found[(key, seg)] = (trunc, deletes or r["op"] in ("update", "delete"))
+    for (key, seg), value in found.items():
+        by_key[key].segments[(key, seg)] = value
