@@ -39,3 +39,13 @@ def test_the_users_choice_wins(clean_env: pytest.MonkeyPatch, tmp_path: Path) ->
     assert local_driver_memory() is not None  # another setting only
     (tmp_path / "spark-defaults.conf").write_text("# heap\nspark.driver.memory   6g\n")
     assert local_driver_memory() is None
+
+
+def test_batch_bytes_follow_the_machines_memory() -> None:
+    from binlake.spark.sync import default_max_bytes_per_trigger
+
+    mib, gib = 2**20, 2**30
+    assert default_max_bytes_per_trigger(2 * gib) == 64 * mib  # floor
+    assert default_max_bytes_per_trigger(12 * gib) == 128 * mib
+    assert default_max_bytes_per_trigger(64 * gib) == 256 * mib  # ceiling
+    assert 64 * mib <= default_max_bytes_per_trigger() <= 256 * mib  # this machine

@@ -3,9 +3,18 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from typing import Any
 
 _LIBC: Any = None
+
+
+def total_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def release_freed() -> None:

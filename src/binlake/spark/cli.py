@@ -56,7 +56,7 @@ class ByteSize(click.ParamType):  # type: ignore[type-arg]
 @click.option("--max-rows-per-trigger", type=int, default=None,
               help="Admission control: at most this many row changes per micro-batch.")
 @click.option("--max-bytes-per-trigger", type=ByteSize(), default=None,
-              show_default="64M",
+              show_default="a 96th of memory, 64M-256M",
               help="Admission control: at most this much binlog per micro-batch (whole "
                    "transactions; K, M, G suffixes; 0: no limit), so a long backlog is "
                    "applied in bounded batches.")

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .._util.memory import total_memory
 from .jars import DELTA_COORDINATE, check_pyspark_version, download_jars, local_jars
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,9 +63,8 @@ def local_driver_memory(conf: Mapping[str, Any] | None = None) -> str | None:
                 line.split()[:1] == ["spark.driver.memory"]
                 for line in defaults.read_text(errors="replace").splitlines()):
             return None
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
+    total = total_memory()
+    if total is None:
         return None
     gib = max(1, min(8, total // 4 // 2**30))
     return f"{gib}g"

@@ -1203,14 +1203,15 @@ RANGE_FIELDS = ("index", "start_file", "start_pos", "end_file", "end_pos", "serv
                 "history", "xa_prepared")
 
 DRIVER_BATCH_BYTES = 256 << 20
-"""`read_planned` gives up on a batch whose row images pass this size (the executors read
-it instead): what one batch may cost the driver's memory, several times over."""
+"""`read_planned`'s default limit: it gives up on a batch whose row images pass it (the
+executors read it instead): what one batch may cost the driver's memory, several times over."""
 
 
-def read_planned(options: dict[str, Any], end: tuple[str, int]) -> Any:
+def read_planned(options: dict[str, Any], end: tuple[str, int], *,
+                 limit: int = DRIVER_BATCH_BYTES) -> Any:
     """The batch ending at `end` read by the driver: its ranges as the source planned them
     (option `rangeLog`), read exactly as `read()` reads them on executors, as one CDC
-    pyarrow Table. None when they were not recorded or the images pass DRIVER_BATCH_BYTES.
+    pyarrow Table. None when they were not recorded or the images pass `limit` bytes.
     The record is removed once read."""
     import pyarrow as pa
 
@@ -1235,7 +1236,7 @@ def read_planned(options: dict[str, Any], end: tuple[str, int]) -> Any:
         with contextlib.closing(reader.read(BinlogRange(**{k: r[k] for k in RANGE_FIELDS}))) as rd:
             for b in rd:
                 size += b.nbytes
-                if size > DRIVER_BATCH_BYTES:
+                if size > limit:
                     log.info("batch too large for the driver; executors read it",
                              extra={"bytes": size})
                     return None

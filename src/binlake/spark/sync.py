@@ -21,8 +21,9 @@ Stream batches are read by the driver: the source records the ranges it planned 
 batch (`rangeLog`), `handle` reads them with the same code the executors would run
 (`stream_source.read_planned`) and `apply_batch` folds each table per key there (`cdc.net`),
 so Spark only MERGEs the net rows. The driver holds one batch's CDC rows and their net at a
-time, at most DRIVER_BATCH_BYTES of them (larger batches go the executor way); admission
-control (`--max-rows-per-trigger`) keeps batches below that.
+time, at most four times the batch limit of them (a larger transaction goes the executor
+way); admission control (`--max-bytes-per-trigger`, `default_max_bytes_per_trigger`) keeps
+batches below that.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .._util import memory
 from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from ..progress import Progress
@@ -106,7 +108,7 @@ class SyncOptions:
     change_log: bool = False
     max_rows_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
-    """Binlog bytes per micro-batch (None: SYNC_MAX_BYTES_PER_TRIGGER; 0: no limit)."""
+    """Binlog bytes per micro-batch (None: `default_max_bytes_per_trigger()`; 0: no limit)."""
     trigger_seconds: float = 1.0
     snapshot: bool = True
     chunk_size: int | None = None
@@ -141,12 +143,24 @@ class SyncState:
         atomic_write_text(self.path, json.dumps(self.data, indent=1))
 
 
-SYNC_MAX_BYTES_PER_TRIGGER = 64 << 20
-"""Admission control by default: a backlog is applied in micro-batches of at most this many
-binlog bytes (whole transactions; one larger transaction goes alone), so a batch's cached
-changes and MERGE stay bounded however far behind the sync starts. Bytes, not rows: the
-driver finds the cut without decoding a row image. 64 MiB keeps a batch's row images under
-`stream_source.DRIVER_BATCH_BYTES`, so the driver reads and folds it itself."""
+SYNC_MIN_BYTES_PER_TRIGGER = 64 << 20
+SYNC_MAX_BYTES_PER_TRIGGER = 256 << 20
+
+
+def default_max_bytes_per_trigger(total_memory: int | None = None) -> int:
+    """Admission control by default: a backlog is applied in micro-batches of at most this
+    many binlog bytes (whole transactions; one larger transaction goes alone), so a batch's
+    cached changes and MERGE stay bounded however far behind the sync starts. Bytes, not
+    rows: the driver finds the cut without decoding a row image.
+
+    A 96th of the machine's memory, 64 to 256 MiB: the driver's peak while it folds a batch
+    is about ten times the batch's binlog bytes, and every batch MERGEs each table it
+    touches once, so larger batches rewrite the tables fewer times."""
+    total = memory.total_memory() if total_memory is None else total_memory
+    if total is None:
+        return SYNC_MIN_BYTES_PER_TRIGGER
+    return max(SYNC_MIN_BYTES_PER_TRIGGER, min(SYNC_MAX_BYTES_PER_TRIGGER, total // 96))
+
 
 SYNC_PARTITION_BYTES = 8 << 20
 """Binlog bytes above which a batch's range is split between readers (the source's
@@ -559,8 +573,13 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
               "rangeLog": str(range_log_path(opts.warehouse))}
     if opts.max_rows_per_trigger:
         source["maxRowsPerTrigger"] = str(opts.max_rows_per_trigger)
-    max_bytes = (SYNC_MAX_BYTES_PER_TRIGGER if opts.max_bytes_per_trigger is None
+    max_bytes = (default_max_bytes_per_trigger() if opts.max_bytes_per_trigger is None
                  else opts.max_bytes_per_trigger)
+    # The driver reads a batch itself unless its row images pass this (a transaction larger
+    # than the limit goes alone, and the executors read it).
+    from .stream_source import DRIVER_BATCH_BYTES
+
+    driver_limit = max(DRIVER_BATCH_BYTES, 4 * max_bytes)
     if max_bytes:
         source["maxBytesPerTrigger"] = str(max_bytes)
     reader = spark_now.readStream.format("binlake").options(**source)
@@ -573,7 +592,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         end = batch_end(ckpt, batch_id)
         # The driver reads and folds the batch itself (no executor read, no typing in
         # Spark), unless the source did not record its ranges or it is too large.
-        arrow = read_planned(source, end) if end is not None else None
+        arrow = read_planned(source, end, limit=driver_limit) if end is not None else None
         read_s = time.monotonic() - t0
         # Shapes at the batch's end (the offset log is written before the batch runs).
         result = apply_batch(batch.sparkSession, batch, batch_id, config, history.at(end),
