@@ -127,3 +127,54 @@ def test_sync_snapshot_writes_each_table_once(spark: Any, mariadb: Any, types_ta
         18446744073709551615, "-12.5000", 2**64 - 1)
     assert row["dt"] is None and row["dz"] is None  # zero dates: NULL (policy "null")
     assert row["j"] == '{"a": 1,  "b": [1.50, 2]}'
+
+
+@pytest.mark.parametrize("zero_dates", ["null", "string"])
+def test_packed_read_types_like_the_row_read(mariadb: Any, types_table: str,
+                                             zero_dates: str) -> None:
+    """The chunk read on binlake's client, split into columns (C core and its Python twin)
+    and typed by Arrow casts gives the Arrow batches the PyMySQL rows typed in Python give:
+    in one batch, and in batches of two rows, where the year-0 row makes its batch fall
+    back to the Python typing."""
+    import pyarrow as pa
+
+    from binlake._speedups.native import switches
+
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+    arrow = arrow_schema(chunk_schema(chunk, zero_dates))
+    mariadb.sql(f"INSERT INTO {types_table} (id, dt, dz, b) VALUES "
+                "(5, '2020-05-06 07:08:09.5', '2020-05-06', b'11')")
+    raw = read_chunk(mariadb.url, chunk, server_id=6449302, raw=True)
+    packed = read_chunk(mariadb.url, chunk, server_id=6449303, raw=True, packed=True)
+    assert packed.packed is not None and packed.packed.count == 4 and not packed.rows
+    packed.ts = raw.ts  # (read a second apart: the chunk's timestamp may differ)
+
+    def table(res: Any, size: int) -> Any:
+        typer = ChunkTyper(chunk, zero_dates, arrow)
+        return pa.Table.from_batches(list(typer.batches(res, size)), schema=arrow)
+
+    for size in (10_000, 2):
+        want = table(raw, size)
+        assert table(packed, size).equals(want)
+        with switches.set(c=None):
+            assert table(packed, size).equals(want)
+    json_rows = table(packed, 10_000).column(AFTER_COL).null_count
+    assert json_rows == (3 if zero_dates == "null" else 4)  # year 0: the batch in Python
+
+
+def test_packed_read_with_a_backfill_keeps_the_rows_path(mariadb: Any, types_table: str) -> None:
+    """Changes in the chunk's window: the packed read replays them like the row read, onto
+    the same raw values."""
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+
+    def writes() -> None:
+        mariadb.sql(f"UPDATE {types_table} SET v = 'upd' WHERE id = 2",
+                    f"DELETE FROM {types_table} WHERE id = 3")
+
+    res = read_chunk(mariadb.url, chunk, server_id=6449304, after_select=writes, raw=True,
+                     packed=True)
+    assert res.packed is None and res.backfilled == 2
+    assert sorted(res.rows) == [(1,), (2,)]
+    assert isinstance(res.rows[(2,)], str) and '"v":"upd"' in res.rows[(2,)]
+    first = res.rows[(1,)]
+    assert first[0] == "1" and first[7] == b"\x05" and first[10] == b"ab\x00\x00"

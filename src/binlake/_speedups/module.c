@@ -29,6 +29,7 @@
  *   records.h  objects.c (records and SlotMaker), jsonl_lines.c (lists of records as the
  *              lines of --output jsonl and text)
  *   framing.h  event_rows.c (the common rows event framed, checked and decoded whole)
+ *   text_rows.h  text_rows.c (a result set's text rows split into Arrow column buffers)
  */
 #include "common.h"
 #include "crc.h"
@@ -38,6 +39,7 @@
 #include "arrow.h"
 #include "records.h"
 #include "framing.h"
+#include "text_rows.h"
 
 PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
 PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
@@ -93,6 +95,8 @@ static PyMethodDef module_methods[] = {
     {"text_records", text_records, METH_VARARGS,
      "text_records(records, plan_for, line_of) -> bytes: their lines of --output text, as "
      "jsonl_records (plan_for -> cdcjson.text_plan)."},
+    {"text_columns", text_columns, METH_VARARGS,
+     "Packed text rows -> Arrow binary buffers per column (results.split_text_rows)."},
     {"make_records", make_records, METH_VARARGS,
      "make_records(template, rows, mode) -> list of records (0 insert, 1 delete, 2 update)."},
     {NULL, NULL, 0, NULL}

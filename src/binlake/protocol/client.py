@@ -83,6 +83,15 @@ class Rows:
 
 
 @dataclass
+class PackedRows:
+    """A batch of result rows left unparsed (`send_query(packed=True)`): each row's payload
+    appended to `data` by `results.pack_text_row`."""
+
+    data: bytearray
+    count: int
+
+
+@dataclass
 class ResultSetDone:
     """The rows of a result set ended; ``ok.more_results`` says whether another result follows."""
 
@@ -97,7 +106,7 @@ class Packet:
 
 
 Event = (Greeting | StartTLS | Authenticated | OkPacket | ErrPacket | ColumnsReceived | Rows
-         | ResultSetDone | Packet | NeedData)
+         | PackedRows | ResultSetDone | Packet | NeedData)
 
 
 class ClientState(enum.Enum):
@@ -167,6 +176,7 @@ class ClientConnection(PacketEndpoint):
         self._events: collections.deque[Event] = collections.deque()
         self._columns: list[ColumnDefinition] = []
         self._ncols = 0
+        self._packed = False
 
     def __repr__(self) -> str:
         return f"ClientConnection(user={self.user!r}, state={self.state.value}, secure={self.secure})"
@@ -200,10 +210,12 @@ class ClientConnection(PacketEndpoint):
         self._send(payload)
         self.state = state
 
-    def send_query(self, sql: str | bytes) -> None:
-        """COM_QUERY; replies arrive as OkPacket/ErrPacket or ColumnsReceived, Rows…, ResultSetDone."""
+    def send_query(self, sql: str | bytes, *, packed: bool = False) -> None:
+        """COM_QUERY; replies arrive as OkPacket/ErrPacket or ColumnsReceived, Rows…, ResultSetDone.
+        `packed`: rows arrive as PackedRows (unparsed, for `results.split_text_rows`)."""
         text = sql.encode("utf-8") if isinstance(sql, str) else sql
         self._start_command(bytes((Command.QUERY,)) + text, ClientState.RESULT)
+        self._packed = packed
 
     def send_command(self, command: int, payload: bytes = b"", *, response: str = "ok") -> None:
         """Any command. response: "ok" (OK/ERR/result set), "raw" (Packet events until
@@ -429,6 +441,9 @@ class ClientConnection(PacketEndpoint):
         caps = self.capabilities
         parse = results.parse_text_row
         rows: list[Row] = []
+        packed = bytearray() if self._packed else None
+        pack = results.pack_text_row
+        count = 0
         while True:
             payload = stream.next_packet()
             if payload is None:
@@ -443,7 +458,13 @@ class ClientConnection(PacketEndpoint):
                 self.state = ClientState.READY
                 self._events.append(ErrPacket.parse(payload))
                 break
-            rows.append(parse(payload, ncols))
+            if packed is not None:
+                pack(packed, payload)
+                count += 1
+            else:
+                rows.append(parse(payload, ncols))
+        if packed is not None and count:
+            return PackedRows(packed, count)
         if rows:
             return Rows(rows)
         return None

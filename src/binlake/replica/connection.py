@@ -28,13 +28,14 @@ from ..protocol.client import (
     ClientConnection,
     ClientState,
     ColumnsReceived,
+    PackedRows,
     ResultSetDone,
     Rows,
     StartTLS,
     TLSUnavailable,
 )
 from ..protocol.packets import DEFAULT_BUFFER_SIZE
-from ..protocol.results import ErrPacket, OkPacket, ResultSet
+from ..protocol.results import ColumnDefinition, ErrPacket, OkPacket, ResultSet
 
 __all__ = ["MySQLConnection", "ConnectionFailed", "ConnectionLost", "ReadTimeout", "ResultSet",
            "OkPacket", "connect", "SSL_MODES"]
@@ -338,6 +339,35 @@ class MySQLConnection:
                     first = ResultSet(status_flags=ev.status_flags, warnings=ev.warnings)
                 if not ev.more_results:
                     return first
+            elif isinstance(ev, ErrPacket):
+                raise _server_error(ev, self.user, self.host, self.port)
+            else:
+                raise ProtocolError(f"unexpected {type(ev).__name__} after a query")
+
+    def query_packed(self, sql: str) -> tuple[list[ColumnDefinition], bytearray, int]:
+        """Run one statement with a single result set; its column definitions, its rows
+        unparsed (`results.pack_text_row` each, for `results.split_text_rows`) and their
+        count."""
+        self._require_open()
+        self._client.send_query(sql, packed=True)
+        self._flush()
+        columns: list[ColumnDefinition] | None = None
+        data = bytearray()
+        count = 0
+        while True:
+            ev = self._next_event()
+            if isinstance(ev, PackedRows):
+                if not data:
+                    data = ev.data
+                else:
+                    data += ev.data
+                count += ev.count
+            elif isinstance(ev, ColumnsReceived):
+                columns = ev.columns
+            elif isinstance(ev, ResultSetDone):
+                if ev.ok.more_results or columns is None:
+                    raise ProtocolError("query_packed takes one statement with one result set")
+                return columns, data, count
             elif isinstance(ev, ErrPacket):
                 raise _server_error(ev, self.user, self.host, self.port)
             else:

@@ -13,9 +13,10 @@ from ..schema.spec import SERVER_TEXT_TYPES
 from ..cdc.arrow import image_encoder
 from ..binlog.values import ABSENT
 from .plan import Chunk, range_predicate
+from ..protocol.results import ColumnDefinition
 from .server import (
-    SnapshotError, begin_snapshot, binlog_end, connect, gtid_at, position_key, query_rows,
-    quote_name, server_flavor,
+    SnapshotError, begin_snapshot, binlog_end, connect, connect_text, gtid_at, position_key,
+    query_rows, quote_name, raw_is_bytes, server_flavor,
 )
 from .tables import KEY_ORDER, SnapshotTable, column_signature
 from .values import RowFormatter, bound_json
@@ -39,6 +40,34 @@ class ChunkResult:
     """Rows of a keyless table (duplicates allowed)."""
     backfilled: int = 0
     """Binlog row changes of the table replayed between LOW and HIGH."""
+    packed: PackedRows | None = None
+    """Read with `packed`, and no backfill changed them: the SELECT's rows unparsed (then
+    `rows` and `full_rows` are empty)."""
+
+
+@dataclass
+class PackedRows:
+    """A SELECT's rows as the server sent them, for a reader that splits them into columns
+    itself (`protocol.results.split_text_rows`)."""
+
+    columns: list[ColumnDefinition]
+    data: bytearray
+    count: int
+
+    def raw_rows(self) -> list[tuple[Any, ...]]:
+        """The rows as `connect`'s cursor gives them (str, bytes for binary columns)."""
+        from ..protocol.results import parse_text_row
+
+        binary = [raw_is_bytes(c) for c in self.columns]
+        ncols, data, out = len(binary), memoryview(self.data), []
+        pos = 0
+        while pos < len(data):
+            end = pos + 4 + int.from_bytes(data[pos:pos + 4], "little")
+            row = parse_text_row(data[pos + 4:end], ncols)
+            out.append(tuple(v.encode("utf-8", "surrogateescape") if b and v is not None else v
+                             for v, b in zip(row, binary)))
+            pos = end
+        return out
 
 
 class ShapeGuard:
@@ -134,32 +163,44 @@ def _ddl_touches(text: str, default_schema: str, t: SnapshotTable) -> bool:
 
 
 def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
-               after_select: Callable[[], None] | None = None, raw: bool = False) -> ChunkResult:
+               after_select: Callable[[], None] | None = None, raw: bool = False,
+               packed: bool = False) -> ChunkResult:
     """LOW, SELECT, HIGH, backfill: the chunk's rows as of HIGH (see the module notes).
 
     `after_select` runs between the SELECT and HIGH (tests use it to write into the window).
     `raw`: keep the SELECT's rows as the raw value tuples (`RowFormatter.names` order) instead
     of JSON text, for a reader that types them itself; rows the backfill wrote are JSON text
     either way (`ChunkResult.rows`).
+    `packed` (with `raw`): read on binlake's own client and keep the SELECT's rows unparsed
+    in `ChunkResult.packed`, unless the backfill has changes to replay onto them (then they
+    are raw tuples as above).
     """
     if isinstance(url, str):
         url = ServerURL.parse(url)
     t = chunk.table
     fmt = RowFormatter(t)
-    conn = connect(url)
+    conn: Any = connect_text(url) if packed else connect(url)
+    got_packed: PackedRows | None = None
+    rows: Any = ()
     try:
         with conn.cursor() as cur:
             flavor = server_flavor(cur)
             low = begin_snapshot(cur, flavor)
             try:
                 where, args = range_predicate(t.key, chunk.lo, chunk.hi) if t.key else ("1=1", [])
-                cur.execute(f"SELECT {fmt.select_list} FROM {quote_name(t.schema)}.{quote_name(t.table)} "
-                            f"WHERE {where}", args)
-                got = [d[0] for d in cur.description]
+                select = (f"SELECT {fmt.select_list} FROM {quote_name(t.schema)}."
+                          f"{quote_name(t.table)} WHERE {where}")
+                if packed:
+                    got_packed = PackedRows(*cur.select_packed(select, args))
+                    got = [c.name for c in got_packed.columns]
+                else:
+                    cur.execute(select, args)
+                    got = [d[0] for d in cur.description]
                 if got != fmt.names:
                     raise SnapshotError(f"{t.name}: the table now has columns {got}, the plan "
                                         f"had {fmt.names}", hint="run the snapshot again")
-                rows = cur.fetchall()
+                if not packed:
+                    rows = cur.fetchall()
             finally:
                 cur.execute("COMMIT")
             # A DDL between planning and LOW changes what the rows mean: compare the shape
@@ -180,6 +221,12 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
     finally:
         conn.close()
     res = ChunkResult(chunk, low, high, gtid, ts)
+    if got_packed is not None:
+        if not t.key or position_key(low) == position_key(high):
+            res.packed = got_packed  # nothing to replay onto the rows
+            return res
+        rows = got_packed.raw_rows()
+        raw = True
     if not t.key:
         res.full_rows = list(rows) if raw else [fmt.image(r)[1] for r in rows]
         return res

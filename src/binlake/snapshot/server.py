@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import BinlakeError
+from ..protocol.results import ColumnDefinition
+from ..replica.connection import MySQLConnection
 from ..replica.url import ServerURL
 from ..cdc.arrow import file_index
 
@@ -43,6 +45,95 @@ def connect(url: ServerURL, database: str | None = None) -> Any:
     with conn.cursor() as cur:
         cur.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")
     return conn
+
+
+_BYTES_TYPES = frozenset((16, 249, 250, 251, 252, 253, 254, 15, 255))
+"""Wire types whose values are bytes when their charset is binary (63), as PyMySQL reads
+them (BIT, the BLOBs, STRING, VAR_STRING, VARCHAR, GEOMETRY); every other type is text."""
+
+
+def raw_is_bytes(col: ColumnDefinition) -> bool:
+    """Whether a result column's raw values are bytes (else str), as `connect` returns them."""
+    return col.type in _BYTES_TYPES and col.is_binary
+
+
+def sql_literal(v: Any) -> str:
+    """A parameter as a SQL literal, escaped as PyMySQL escapes it (backslash escapes: the
+    sessions run with sql_mode '')."""
+    from pymysql import converters
+
+    if isinstance(v, (bytes, bytearray)):
+        return str(converters.escape_bytes_prefixed(bytes(v)))
+    return str(converters.escape_item(v, "utf8mb4"))
+
+
+class TextCursor:
+    """The few cursor calls the snapshot makes (`execute`, `fetchall`, `description`), on
+    binlake's own client, whose `select_packed` hands a SELECT's rows over unparsed. Values
+    are those `connect`'s PyMySQL cursor gives: str, or bytes for binary columns."""
+
+    def __init__(self, conn: MySQLConnection) -> None:
+        self.conn = conn
+        self.description: list[tuple[str, int]] = []
+        self._rows: list[tuple[Any, ...]] = []
+
+    def __enter__(self) -> "TextCursor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    @staticmethod
+    def _sql(sql: str, args: Any) -> str:
+        if args is None:
+            return sql
+        return sql % tuple(sql_literal(a) for a in args)
+
+    def execute(self, sql: str, args: Any = None) -> None:
+        res = self.conn.query(self._sql(sql, args))
+        self.description = [(c.name, c.type) for c in res.columns]
+        binary = [raw_is_bytes(c) for c in res.columns]
+        if any(binary):
+            self._rows = [tuple(v.encode("utf-8", "surrogateescape") if b and v is not None else v
+                                for v, b in zip(r, binary)) for r in res.rows]
+        else:
+            self._rows = list(res.rows)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def select_packed(self, sql: str, args: Any = None) -> tuple[list[ColumnDefinition],
+                                                                  bytearray, int]:
+        """A SELECT's column definitions, its rows packed (`results.split_text_rows`), count."""
+        self._rows = []
+        return self.conn.query_packed(self._sql(sql, args))
+
+
+class TextConnection:
+    """`connect`'s counterpart on binlake's own client: `cursor()` and `close()`."""
+
+    def __init__(self, conn: MySQLConnection) -> None:
+        self.conn = conn
+
+    def cursor(self) -> TextCursor:
+        return TextCursor(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def connect_text(url: ServerURL) -> TextConnection:
+    """A session like `connect`'s (utf8mb4, autocommit, sql_mode '', time_zone UTC) on
+    binlake's own client, for reads whose rows go to Arrow without Python values."""
+    conn = MySQLConnection.connect(url.host, url.port, url.user, url.password,
+                                   **url.connect_kwargs())
+    try:
+        conn.execute("SET SESSION sql_mode = '', time_zone = '+00:00', autocommit = 1")
+    except BaseException:
+        conn.close()
+        raise
+    return TextConnection(conn)
 
 
 def query_rows(cur: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:

@@ -30,15 +30,18 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..cdc.jsontext import json_text
 from ..schema.spec import (
     BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, SERVER_TEXT_TYPES, TEXT_TYPES, ColumnSpec,
 )
-from ..snapshot.chunks import ChunkResult, read_chunk
+from .._speedups.native import function
+from ..protocol.results import split_text_rows
+from ..snapshot.chunks import ChunkResult, PackedRows, read_chunk
 from ..snapshot.plan import Chunk
-from ..snapshot.server import SnapshotError
+from ..snapshot.server import SnapshotError, raw_is_bytes
 from ..snapshot.values import RowFormatter, server_text
 from ..binlog.values import Geometry
 from ..cdc.arrow import SEQ_TYPE, file_index
@@ -57,6 +60,8 @@ AFTER_COL = "_binlake_after"
 SEQ = "_binlake_chunk_seq"
 TS = "_binlake_chunk_ts"
 BATCH_ROWS = 10_000
+BATCH_BYTES = 64 << 20
+"""A packed chunk's Arrow batch also ends once its rows hold this many bytes."""
 _UTC = dt.timezone.utc
 
 
@@ -145,6 +150,43 @@ def raw_converter(col: ColumnSpec, zero_dates: str, mariadb: bool) -> Callable[[
     raise SnapshotError(f"column {col.name}: type {t} is not supported by the snapshot")
 
 
+def vector_cast(col: ColumnSpec, zero_dates: str, mariadb: bool, target: pa.DataType
+                ) -> Callable[[pa.Array], pa.Array] | None:
+    """A column's raw SELECT text (an Arrow binary array) -> its typed Arrow array by
+    pyarrow casts, giving exactly `raw_converter`'s values; None where only Python decides
+    (BIT, geometry, MySQL's JSON, DECIMAL over 38 digits, temporals kept as text). A value
+    the cast cannot take raises `pa.ArrowInvalid` (the caller types that batch in Python)."""
+    t = col.type
+    if t in INTEGER_TYPES or t == "year" or t == "double":
+        return lambda a: a.cast(pa.string()).cast(target)
+    if t == "float":  # selected as DOUBLE: parsed as one, then rounded as Arrow rounds it
+        return lambda a: a.cast(pa.string()).cast(pa.float64()).cast(target)
+    if t == "decimal":
+        if not pa.types.is_decimal(target):
+            return None
+        return lambda a: a.cast(pa.string()).cast(target)
+    if t in ("date", "datetime", "timestamp"):
+        if zero_dates == "string":
+            return None
+        naive = pa.date32() if t == "date" else pa.timestamp("us")
+        least = pa.scalar(dt.date(1, 1, 1) if t == "date" else dt.datetime(1, 1, 1), naive)
+
+        def temporal(a: pa.Array) -> pa.Array:
+            out = a.cast(pa.string()).cast(naive)
+            low = pc.min(out)
+            if low.is_valid and pc.less(low, least).as_py():
+                raise pa.ArrowInvalid("a year 0 value: Python cannot hold it")
+            return out.cast(target)
+        return temporal
+    if t == "json" and not mariadb:
+        return None
+    if t in BINARY_TYPES:
+        return lambda a: a
+    if t in SERVER_TEXT_TYPES or t in TEXT_TYPES or t in ("time", "json"):
+        return lambda a: a.cast(pa.string())
+    return None
+
+
 class ChunkTyper:
     """A chunk's rows -> Arrow batches: the table's columns typed, `AFTER_COL`, seq, ts."""
 
@@ -154,34 +196,84 @@ class ChunkTyper:
         self.fmt = RowFormatter(t)
         self.fns = [raw_converter(c, zero_dates, t.mariadb) for c in t.spec.columns]
         self.width = len(self.fns)
+        self.casts = [vector_cast(c, zero_dates, t.mariadb, f.type)
+                      for c, f in zip(t.spec.columns, schema)]
 
     def batches(self, res: ChunkResult, size: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        if res.packed is not None:
+            yield from self._packed(res, res.packed, size)
+            return
         rows = res.full_rows or list(res.rows.values())
+        for start in range(0, len(rows), size):
+            yield self._rows_batch(res, rows[start:start + size], start)
+
+    def _tail(self, res: ChunkResult, n: int, start: int,
+              after: pa.Array) -> list[pa.Array]:
+        """`AFTER_COL`, seq and ts of `n` rows from row `start`."""
         hfile, hpos = res.high
         fidx, inner, ts = file_index(hfile), res.chunk.index, res.ts * 1_000_000
-        for start in range(0, len(rows), size):
-            part = rows[start:start + size]
-            n = len(part)
-            cols: list[list[Any]] = [[] for _ in range(self.width)]
-            after: list[str | None] = []
-            for r in part:
-                vals = self._typed(r)
-                if vals is None:
-                    vals = [None] * self.width
-                    after.append(r if isinstance(r, str) else self.fmt.image(r)[1])
-                else:
-                    after.append(None)
-                for c, v in zip(cols, vals):
-                    c.append(v)
-            i32, i64 = pa.int32(), pa.int64()
-            seq = pa.StructArray.from_arrays(
-                [pa.array([fidx] * n, i32), pa.array([hpos] * n, i64),
-                 pa.array([inner] * n, i32), pa.array(range(start, start + n), i32)],
-                fields=list(SEQ_TYPE))
-            arrays = [pa.array(c, f.type) for c, f in zip(cols, self.schema)]
-            arrays += [pa.array(after, pa.string()), seq,
-                       pa.array([ts] * n, self.schema.field(TS).type)]
-            yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        i32, i64 = pa.int32(), pa.int64()
+        seq = pa.StructArray.from_arrays(
+            [pa.array([fidx] * n, i32), pa.array([hpos] * n, i64),
+             pa.array([inner] * n, i32), pa.array(range(start, start + n), i32)],
+            fields=list(SEQ_TYPE))
+        return [after, seq, pa.array([ts] * n, self.schema.field(TS).type)]
+
+    def _rows_batch(self, res: ChunkResult, part: Sequence[Any], start: int) -> pa.RecordBatch:
+        n = len(part)
+        cols: list[list[Any]] = [[] for _ in range(self.width)]
+        after: list[str | None] = []
+        for r in part:
+            vals = self._typed(r)
+            if vals is None:
+                vals = [None] * self.width
+                after.append(r if isinstance(r, str) else self.fmt.image(r)[1])
+            else:
+                after.append(None)
+            for c, v in zip(cols, vals):
+                c.append(v)
+        arrays = [pa.array(c, f.type) for c, f in zip(cols, self.schema)]
+        arrays += self._tail(res, n, start, pa.array(after, pa.string()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _packed(self, res: ChunkResult, packed: PackedRows,
+                size: int) -> Iterator[pa.RecordBatch]:
+        """Rows split into columns by the C core (or its twin) and typed by Arrow casts; a
+        batch with a value a cast cannot take, or a column only Python types, is typed
+        (that batch, or that column) in Python as above, so the values are the same."""
+        split = text_columns()
+        binary = [raw_is_bytes(c) for c in packed.columns]
+        data, pos, start = packed.data, 0, 0
+        while pos < len(data):
+            pos, n, bufs = split(data, pos, self.width, size, BATCH_BYTES)
+            raw = [pa.Array.from_buffers(pa.binary(), n,
+                                         [None if v is None else pa.py_buffer(v),
+                                          pa.py_buffer(o), pa.py_buffer(d)], null_count=nn)
+                   for v, o, d, nn in bufs]
+            batch = self._typed_columns(raw, binary)
+            if batch is None:
+                part = list(zip(*[[None if v is None else v if b else v.decode("utf-8")
+                                   for v in a.to_pylist()] for a, b in zip(raw, binary)]))
+                yield self._rows_batch(res, part, start)
+            else:
+                arrays = batch + self._tail(res, n, start, pa.nulls(n, pa.string()))
+                yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+            start += n
+
+    def _typed_columns(self, raw: Sequence[pa.Array],
+                       binary: Sequence[bool]) -> list[pa.Array] | None:
+        out = []
+        for a, cast, fn, f, b in zip(raw, self.casts, self.fns, self.schema, binary):
+            try:
+                if cast is not None:
+                    out.append(cast(a))
+                    continue
+                vals = [None if v is None else fn(v if b else v.decode("utf-8"))
+                        for v in a.to_pylist()]
+                out.append(pa.array(vals, f.type))
+            except (pa.ArrowInvalid, Decline, UnicodeDecodeError):
+                return None
+        return out
 
     def _typed(self, r: Any) -> list[Any] | None:
         if isinstance(r, str):
@@ -190,6 +282,12 @@ class ChunkTyper:
             return [None if v is None else f(v) for f, v in zip(self.fns, r)]
         except Decline:
             return None
+
+
+def text_columns() -> Callable[..., tuple[int, int, list[Any]]]:
+    """`split_text_rows`, from the C core when it is in use (see `_speedups.native`)."""
+    fast = function("text_columns")
+    return fast if fast is not None else split_text_rows
 
 
 # -- one Spark job per table ------------------------------------------------------------------
@@ -268,7 +366,8 @@ class RowsReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _ChunkPartition)
         c = self.chunks[partition.index]
-        res = read_chunk(self.url, c, server_id=self.server_id_base + c.ordinal, raw=True)
+        res = read_chunk(self.url, c, server_id=self.server_id_base + c.ordinal, raw=True,
+                         packed=True)
         yield from ChunkTyper(c, self.zero_dates, self.arrow).batches(res)
 
 
@@ -392,8 +491,9 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
         res = None
         if driver:
             c = cs[0]
-            res = read_chunk(url, c, server_id=server_id_base + c.ordinal, raw=True)
-            progress[name].read = len(res.full_rows or res.rows)
+            res = read_chunk(url, c, server_id=server_id_base + c.ordinal, raw=True, packed=True)
+            progress[name].read = (res.packed.count if res.packed is not None
+                                   else len(res.full_rows or res.rows))
         t_read = time.monotonic()
         ss = progress[name].spark = session()
         if res is not None:
