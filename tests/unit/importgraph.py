@@ -6,6 +6,7 @@ and which underscore names one module takes from another.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +93,15 @@ def _own_module(name: str, is_package: bool, target: str, alias: str, root: Path
         return False
     folder = root.parent.joinpath(*package.split("."))
     return any(folder.glob(f"{alias}.py")) or any(folder.glob(f"{alias}.c")) \
-        or any(folder.glob(f"{alias}.*.so")) or (folder / alias / "__init__.py").is_file()
+        or f"{package}.{alias}" in _extensions(root) or (folder / alias / "__init__.py").is_file()
+
+
+def _extensions(root: Path) -> set[str]:
+    """The C extensions setup.py declares (built or not: the answer must not depend on
+    whether this checkout has built them in place)."""
+    setup = root.parents[1] / "setup.py"
+    text = setup.read_text(encoding="utf-8") if setup.is_file() else ""
+    return set(re.findall(r"Extension\(\s*[\"']([\w.]+)[\"']", text))
 
 
 def _owner(module: str, files: dict[str, Path]) -> str:
