@@ -16,7 +16,7 @@ from .plan import Chunk, range_predicate
 from ..protocol.results import ColumnDefinition
 from .server import (
     SnapshotError, begin_snapshot, binlog_end, connect, connect_text, gtid_at, position_key,
-    query_rows, quote_name, raw_is_bytes, server_flavor,
+    query_rows, quote_name, raw_is_bytes, raw_row, server_flavor,
 )
 from .tables import KEY_ORDER, SnapshotTable, column_signature
 from .values import RowFormatter, bound_json
@@ -64,8 +64,7 @@ class PackedRows:
         while pos < len(data):
             end = pos + 4 + int.from_bytes(data[pos:pos + 4], "little")
             row = parse_text_row(data[pos + 4:end], ncols)
-            out.append(tuple(v.encode("utf-8", "surrogateescape") if b and v is not None else v
-                             for v, b in zip(row, binary)))
+            out.append(raw_row(row, binary))
             pos = end
         return out
 

@@ -57,6 +57,12 @@ def raw_is_bytes(col: ColumnDefinition) -> bool:
     return col.type in _BYTES_TYPES and col.is_binary
 
 
+def raw_row(values: Any, binary: list[bool]) -> tuple[Any, ...]:
+    """A text row as `connect`'s cursor gives it: binary columns back to their bytes."""
+    return tuple(v.encode("utf-8", "surrogateescape") if b and v is not None else v
+                 for v, b in zip(values, binary))
+
+
 def sql_literal(v: Any) -> str:
     """A parameter as a SQL literal, escaped as PyMySQL escapes it (backslash escapes: the
     sessions run with sql_mode '')."""
@@ -94,8 +100,7 @@ class TextCursor:
         self.description = [(c.name, c.type) for c in res.columns]
         binary = [raw_is_bytes(c) for c in res.columns]
         if any(binary):
-            self._rows = [tuple(v.encode("utf-8", "surrogateescape") if b and v is not None else v
-                                for v, b in zip(r, binary)) for r in res.rows]
+            self._rows = [raw_row(r, binary) for r in res.rows]
         else:
             self._rows = list(res.rows)
 
