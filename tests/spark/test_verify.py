@@ -171,6 +171,37 @@ def test_canonical_text_is_the_same_on_both_sides(mariadb: Any, spark: Any,
     assert row[2]["i6"] == "::ffff:1.2.3.4" and row[4]["i4"] == "255.255.255.255"
 
 
+def test_row_text_is_the_same_on_both_sides_and_reads_back(mariadb: Any, spark: Any,
+                                                          synced: Path) -> None:
+    """The hashed row text (values joined by ',', only text framed by its byte length) is
+    byte for byte the same in SQL and in Spark, and is the values in order."""
+    from pyspark.sql import functions as F
+
+    from binlake.replica.url import ServerURL
+    from binlake.spark.verify import lake_table, row_text
+    from binlake.verify.canonical import row_sql, value_sql
+    from binlake.verify.source import Source
+
+    src = Source(ServerURL.parse(mariadb.url))
+    try:
+        t = src.describe(DB, "types")
+        plan = src.plan(t, 100)
+        exprs = ", ".join(value_sql(c) for c in t.columns)
+        rows = src.rows(f"SELECT id, {row_sql(t.columns)}, {exprs} FROM {DB}.types")
+    finally:
+        src.close()
+    lake = lake_table(spark, str(synced), plan)
+    got = {r[0]: r[1] for r in lake.df.select(
+        "id", F.expr(row_text(t.columns, lake.df, lake.names)).alias("t")).collect()}
+    assert len(rows) == len(got) == 5
+    for r in rows:
+        text, *values = [v.decode() if isinstance(v, bytes) else v for v in r[1:]]
+        assert got[int(r[0])] == text, int(r[0])
+        want = ",".join("N" if v is None else f"{len(v.encode())}:{v}" if c.kind == "text"
+                        else v for c, v in zip(t.columns, values))
+        assert text == want  # read back one way: only text can hold ',' or be 'N'
+
+
 def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path) -> None:
     report = verify(mariadb.url, FIXED, synced, chunk_size=7, spark=spark, wait=0)
     by = {t.table: t for t in report.tables}

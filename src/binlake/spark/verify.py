@@ -92,18 +92,30 @@ def frame_text(v: str) -> str:
     return f"COALESCE(CONCAT('V', CAST(octet_length({v}) AS STRING), ':', {v}), 'N')"
 
 
-def row_text(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> str:
-    """Spark SQL for the canonical text of several columns (a row, or a key)."""
+def key_text_sql(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> str:
+    """Spark SQL for the canonical text of a key's columns (each value framed)."""
     types = {f.name: f.dataType for f in df.schema}  # once: each df.schema asks the JVM
     return "CONCAT(" + ", ".join(frame_text(value_text(c, _ref(names[c.name]),
                                                         types[names[c.name]]))
                                  for c in cols) + ")"
 
 
+def row_text(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> str:
+    """Spark SQL for the canonical text of a row, which is hashed: `canonical.row_sql`'s."""
+    types = {f.name: f.dataType for f in df.schema}
+    parts = []
+    for c in cols:
+        v = value_text(c, _ref(names[c.name]), types[names[c.name]])
+        parts.append(f"COALESCE(CONCAT(CAST(octet_length({v}) AS STRING), ':', {v}), 'N')"
+                     if c.kind == "text" else f"COALESCE({v}, 'N')")
+    return "concat_ws(',', " + ", ".join(parts) + ")"
+
+
 def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) -> "SCol":
+    """The key text of `cols` as a Column."""
     from pyspark.sql import functions as F
 
-    return F.expr(row_text(cols, df, names))
+    return F.expr(key_text_sql(cols, df, names))
 
 
 def hash64_text(text: str) -> str:
@@ -211,7 +223,7 @@ class LakeTable:
         key_text = text_expr(t.key_columns, df, self.names)
         return df.select(chunk_expr(self.plan, df, self.names, key_text).alias("_chunk"),
                          key_text.alias("_key"),
-                         F.md5(text_expr(t.columns, df, self.names)).alias("_md5"))
+                         F.expr(f"md5({row_text(t.columns, df, self.names)})").alias("_md5"))
 
     def hashed(self, tag: int) -> "DataFrame":
         """(_t = tag, _chunk, _h = the row's 64-bit hash) per current row: the input of

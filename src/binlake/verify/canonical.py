@@ -19,10 +19,14 @@ for the Delta table from the same column kinds. What a kind's text is:
 * binary: upper-case hex of the bytes (BINARY(n) with its zero padding).
 * geometry: '<srid>:<hex of the WKB>'.
 
-A value is framed as 'V<byte length>:<text>', NULL as 'N', so NULL differs from '' and no
-two rows share a text by moving bytes between columns. A row's hash is MD5 of the frames of
-its columns in table order; a chunk's checksum is COUNT(*) and BIT_XOR of the first 64 bits
-of the row hashes (as pt-table-checksum does).
+A key's text frames each value as 'V<byte length>:<text>', NULL as 'N' (the key text names
+rows on both sides). A row's text, which is hashed, is cheaper to make and still read back
+one way: its values joined by ',', NULL as 'N', and only the text kind, whose characters
+can be anything, framed as '<byte length>:<text>'; no other kind's text holds ',' or is 'N'.
+So NULL differs from '' and no two rows share a text by moving bytes between columns, and
+each value is computed once (the server does not share a value used twice in a frame). A
+row's hash is MD5 of its text; a chunk's checksum is COUNT(*) and BIT_XOR of the first 64
+bits of the row hashes (as pt-table-checksum does).
 """
 from __future__ import annotations
 
@@ -143,8 +147,25 @@ def frame_text(value: str | None) -> str:
 
 
 def text_sql(cols: list[Column] | tuple[Column, ...]) -> str:
-    """The canonical text of several columns (a row, or a key)."""
+    """The canonical text of a key's columns (each value framed, see the module notes)."""
     return "CONCAT(" + ", ".join(frame_sql(value_sql(c)) for c in cols) + ")"
+
+
+def row_sql(cols: list[Column] | tuple[Column, ...]) -> str:
+    """The canonical text of a row, which is hashed (see the module notes): text values
+    framed by their byte length, the others as they are, joined by ','."""
+    parts = []
+    for c in cols:
+        v = value_sql(c)
+        if c.kind == "text":
+            if v.startswith("CONVERT("):  # already utf8mb4: its bytes, with no binary copy
+                parts.append(f"IFNULL(CONCAT(OCTET_LENGTH({v}), ':', {v}), 'N')")
+            else:
+                b = f"CAST({v} AS BINARY)"
+                parts.append(f"IFNULL(CONCAT(LENGTH({b}), ':', {b}), 'N')")
+        else:
+            parts.append(f"IFNULL({v}, 'N')")
+    return "CONCAT_WS(',', " + ", ".join(parts) + ")"
 
 
 def hash64_sql(text: str) -> str:

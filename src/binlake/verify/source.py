@@ -16,7 +16,8 @@ from typing import Any, Iterator, Sequence
 
 from ..replica.url import ServerURL
 from .canonical import (RANGE_KINDS, Column, VerifyError, boundary_param, boundary_sql,
-                        bucket_sql, column_kind, hash64_sql, q, text_sql, value_sql)
+                        bucket_sql, column_kind, hash64_sql, q, row_sql, text_sql,
+                        value_sql)
 
 Position = tuple[str, int]
 """A binlog position (file, offset)."""
@@ -54,7 +55,7 @@ class SourceTable:
 
     @property
     def row_text(self) -> str:
-        return text_sql(self.columns)
+        return row_sql(self.columns)
 
     @property
     def key_text(self) -> str:
