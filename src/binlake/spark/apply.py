@@ -836,6 +836,29 @@ def _late_filter(spark: "SparkSession", events: "DataFrame", plan: _Plan,
                        how="left_anti")
 
 
+def create_tombstones(spark: "SparkSession", config: ApplyConfig, spec: TableSpec,
+                      seq_type: Any) -> None:
+    """Create a table's tombstone table, empty, unless it exists (or tombstones are off).
+
+    Called where a snapshot creates the data table (beside its write), so the table's first
+    deleting batch appends to it instead of creating it on its critical path: a creation
+    costs a commit and Delta's first state reconstruction of the table, as much as a MERGE.
+    """
+    if not config.tombstones:
+        return
+    path = tombstone_path(config.target, spec.schema, spec.table)
+    if path in _KNOWN or _is_delta(spark, path):
+        return
+    plan = _plan(spec, config.options_for(spec.schema, spec.table))
+    schema = _tombstone_schema(plan, seq_type, config.zero_dates)
+    # `delta.*` writer options become table properties when the write creates the table
+    (spark.createDataFrame([], schema).write.format("delta").options(**config.table_properties())
+     .mode("ignore").save(path))
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
+    _NEWEST_TOMBSTONE[path] = None  # empty: what this process's batches would read
+    _TOMBSTONED[(path, config.app_id)] = None
+
+
 def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructType":
     from pyspark.sql.types import BooleanType, StructField, StructType
 
@@ -1009,7 +1032,7 @@ def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
 def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "StructType",
                          config: ApplyConfig, batch_id: int, app_id: str) -> None:
     """A new table from inserts of distinct keys (`ApplyConfig.inserts_only`): their typed
-    images, written by the commit that creates the table."""
+    images, written by the commit that creates the table, and its tombstone table beside."""
     from pyspark.sql import functions as F
 
     js = image_schema(plan.spec, plan.cols)
@@ -1018,8 +1041,10 @@ def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "Str
     cols = [typed_value(F.col("_a").getField(c), plan.spec.column(c), config.zero_dates)
             for c in plan.cols] + [F.col("seq"), F.col("ts")]
     out = rows.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
-    (out.write.format("delta").mode("append").options(**config.table_properties())
-     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    spark = part.sparkSession
+    together(lambda: out.write.format("delta").mode("append").options(**config.table_properties())
+             .option("txnAppId", app_id).option("txnVersion", batch_id).save(path),
+             lambda: create_tombstones(spark, config, plan.spec, schema[SEQ_COL].dataType))
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
