@@ -36,6 +36,7 @@ import contextlib
 import fnmatch
 import logging
 import queue
+import threading
 import time
 import uuid
 import weakref
@@ -289,7 +290,7 @@ def apply_arrow(spark: "SparkSession", arrow: "pa.Table", batch_id: int, config:
     (`cdc.net.foldable`) and that no tombstone of its could filter (`_no_late_change`) is
     folded here (`cdc.net.net_scd1`) and its net rows go to the MERGE as a small local
     DataFrame; any other table (SCD2, temporal or floating point keys, geometry or vector
-    columns, a tombstone at or after the batch's first change) takes the generic way
+    columns, a tombstone after the batch's first change) takes the generic way
     (`_apply_table`) on the batch's rows handed to Spark. Both ways commit the same rows.
     """
     stats = net_stats(arrow) if stats is None else stats
@@ -350,6 +351,7 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
                 spec: TableSpec, st: BatchTable) -> None:
     """One table of a driver-held batch: folded here when `fold_choice` allows, else the
     generic `_apply_table` on its rows."""
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
     tomb_path = tombstone_path(config.target, spec.schema, spec.table)
@@ -365,8 +367,8 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
                                          "seconds": round(time.monotonic() - t0, 2)})
         if config.tombstones and net.min_seq is not None:
             newest = _newest_tombstone(spark, tomb_path)
-            if newest is not None and newest >= net.min_seq:
-                why = "a tombstone at or after the batch's first change"
+            if newest is not None and newest > net.min_seq:
+                why = "a tombstone after the batch's first change"
     if why is not None or net is None:
         log.debug("table applied the generic way",
                   extra={"table": f"{spec.schema}.{spec.table}", "why": why})
@@ -389,16 +391,28 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
           for c in (typed_value(F.col(f"_c{i}"), spec.column(name), zd).alias(f"_c{i}"),
                     F.col(f"_p{i}"))])
     create = path not in _KNOWN and not _is_delta(spark, path)
+    tombstones = config.tombstones and (net.deletes or st.trunc is not None)
+    # `take`, not `filter`: no match leaves chunkless columns, which createDataFrame refuses
+    deleted = net.table.select([*plan.K, "_seq", "_kind"]).take(
+        pc.indices_nonzero(pc.equal(net.table.column("_kind"), "delete")))
+
+    def append() -> None:  # beside the MERGE, from the net deletes alone, keys typed alike
+        dels = spark.createDataFrame(deleted)
+        keys = [typed_value(F.col(f"_k{j}"), spec.column(k), zd).alias(f"_k{j}")
+                for j, k in enumerate(plan.keys)]
+        _write_tombstones(spark, dels.select(*keys, "_seq", "_kind"), plan, tomb_path,
+                          seq_type, st.trunc, config, batch_id, app_id, check_empty=False)
+
+    beside = append if tombstones else None
     try:
         if create:  # a MERGE into no rows would only insert the net upserts
-            _scd1_create(typed, plan, path, schema, config.table_properties(), batch_id, app_id)
+            _scd1_create(typed, plan, path, schema, config.table_properties(), batch_id, app_id,
+                         beside=beside)
         else:
             ensure_table(spark, path, schema, config.table_properties())
             _scd1(spark, typed, plan, path, st.trunc, batch_id, app_id, materialized=True,
-                  plain=present_columns(net))
-        if config.tombstones and (net.deletes or st.trunc is not None):
-            _write_tombstones(spark, typed, plan, tomb_path, seq_type, st.trunc, config,
-                              batch_id, app_id, check_empty=False)
+                  plain=present_columns(net), beside=beside)
+        if tombstones:
             newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
                                       st.trunc) if x is not None])
             _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
@@ -572,27 +586,84 @@ def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
 MATERIALIZE_CONF = "spark.databricks.delta.merge.materializeSource"
 
 
+Beside = Callable[[], None] | None
+"""A write run at the same time as a table's MERGE (its tombstone append), or None."""
+
+
 def _merge(spark: "SparkSession", source: "DataFrame", sql: str, app_id: str,
-           version: int, materialized: bool = False) -> None:
+           version: int, materialized: bool = False, beside: Beside = None) -> None:
     """Run a MERGE from `source` as txn (app_id, version).
 
     `materialized`: `source` is already computed (a local checkpoint), so Delta need not
-    copy it again before its two passes (a Spark job saved).
+    copy it again before its two passes (a Spark job saved). `beside`: run at the same time
+    (`together`); the MERGE then runs in a sibling session of `spark`, whose txn settings
+    the other write does not see.
     """
     # A global view: `source` may belong to another session than the one running the MERGE
     # (each table's MERGE runs in its own session so the txn settings do not collide).
+    session = spark if beside is None else _sibling(spark)
     view = f"_binlake_src_{uuid.uuid4().hex}"
     source.createOrReplaceGlobalTempView(view)
-    views = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
-    if materialized:
-        spark.conf.set(MATERIALIZE_CONF, "none")
-    try:
-        with delta_txn(spark, app_id, version):
-            spark.sql(sql.replace("{src}", f"{_q(str(views))}.{view}"))
-    finally:
+    views = session.conf.get("spark.sql.globalTempDatabase", "global_temp")
+
+    def run() -> None:
         if materialized:
-            spark.conf.unset(MATERIALIZE_CONF)
-        spark.catalog.dropGlobalTempView(view)
+            session.conf.set(MATERIALIZE_CONF, "none")
+        try:
+            with delta_txn(session, app_id, version):
+                session.sql(sql.replace("{src}", f"{_q(str(views))}.{view}"))
+        finally:
+            if materialized:
+                session.conf.unset(MATERIALIZE_CONF)
+
+    try:
+        together(run, beside)
+    finally:
+        session.catalog.dropGlobalTempView(view)
+
+
+def together(first: Callable[[], None], beside: Beside) -> None:
+    """Run `first` here and `beside` (if any) on a worker thread at the same time; return
+    when both are done, raising `first`'s failure, else `beside`'s.
+
+    What a table's tombstone append may run beside its MERGE: neither reads what the other
+    writes (the MERGE's source is computed before; `_late_filter` drops only changes older
+    than a tombstone, so tombstones that land before their MERGE commits change no replay).
+    """
+    if beside is None:
+        first()
+        return
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            beside()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="binlake-beside", daemon=True)
+    thread.start()
+    try:
+        first()
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+_SIBLINGS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _sibling(spark: "SparkSession") -> "SparkSession":
+    """A session sharing `spark`'s context, with SQL settings of its own (made once)."""
+    with _SIBLING_LOCK:
+        sibling = _SIBLINGS.get(spark)
+        if sibling is None:
+            sibling = _SIBLINGS[spark] = spark.newSession()
+        return sibling
+
+
+_SIBLING_LOCK = threading.Lock()
 
 
 def _append_change_log(spark: "SparkSession", changes: "DataFrame", batch_id: int,
@@ -642,23 +713,29 @@ def _apply_table(spark: "SparkSession", part: "DataFrame", batch_id: int, config
     if not create:
         ensure_table(spark, path, schema, config.table_properties())
     tombstones = config.tombstones and (has_deletes or trunc is not None)
+
+    def append(net: "DataFrame") -> None:  # beside the MERGE: its source is computed by then
+        _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc, config, batch_id,
+                          app_id, check_empty=not row_deletes)
+
     if opts.scd_type == 2:
         if tombstones:  # the MERGE source and the tombstones both derive from the events
             events = events.localCheckpoint()
-        net = _scd2(spark, events, plan, path, trunc, batch_id, app_id)
+        _scd2(spark, events, plan, path, trunc, batch_id, app_id,
+              beside=append if tombstones else None)
     else:
         if trunc is not None:
             events = events.where(F.col("_seq") > _seq_lit(trunc))
         net = _scd1_net(events, plan)
         if tombstones:  # computed once for the MERGE and the tombstones
             net = net.localCheckpoint()
+        beside = (lambda: append(net)) if tombstones else None
         if create:  # a MERGE into no rows would only insert the net upserts
-            _scd1_create(net, plan, path, schema, config.table_properties(), batch_id, app_id)
+            _scd1_create(net, plan, path, schema, config.table_properties(), batch_id, app_id,
+                         beside=beside)
         else:
-            _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones)
-    if tombstones:
-        _write_tombstones(spark, net, plan, tomb_path, seq_type, trunc, config, batch_id,
-                          app_id, check_empty=not row_deletes)
+            _scd1(spark, net, plan, path, trunc, batch_id, app_id, materialized=tombstones,
+                  beside=beside)
 
 
 def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
@@ -736,9 +813,13 @@ def _events(part: "DataFrame", plan: _Plan, zero_dates: str) -> "DataFrame":
 
 def _late_filter(spark: "SparkSession", events: "DataFrame", plan: _Plan,
                  tomb_path: str) -> "DataFrame":
-    """Drop events not newer than their key's tombstone or the table's last TRUNCATE.
+    """Drop events older than their key's tombstone or the table's last TRUNCATE.
 
-    Two anti-joins, no action: an equi-join on the keys and a tiny one on the markers.
+    Strictly older: an event at a tombstone's own seq is the delete that left it (or its
+    duplicate), which the MERGE's seq guards make idempotent. So a batch's tombstones may land
+    before its MERGE commits (`_merge`'s `beside`): its replay keeps its own deletes and
+    drops only changes those deletes supersede anyway. Two anti-joins, no action: an
+    equi-join on the keys and a tiny one on the markers.
     """
     from pyspark.sql import functions as F
 
@@ -749,10 +830,33 @@ def _late_filter(spark: "SparkSession", events: "DataFrame", plan: _Plan,
         *[F.col(_q(k)).alias(f"_t{j}") for j, k in enumerate(plan.keys)],
         F.col(SEQ_COL).alias("_tseq"))
     cond = [F.col(f"_k{j}") == F.col(f"_t{j}") for j in range(len(plan.keys))]
-    events = events.join(keys, on=[*cond, F.col("_tseq") >= F.col("_seq")], how="left_anti")
+    events = events.join(keys, on=[*cond, F.col("_tseq") > F.col("_seq")], how="left_anti")
     markers = tomb.where(F.col(TRUNCATE_COL)).select(F.col(SEQ_COL).alias("_tseq"))
-    return events.join(F.broadcast(markers), on=F.col("_tseq") >= F.col("_seq"),
+    return events.join(F.broadcast(markers), on=F.col("_tseq") > F.col("_seq"),
                        how="left_anti")
+
+
+def create_tombstones(spark: "SparkSession", config: ApplyConfig, spec: TableSpec,
+                      seq_type: Any) -> None:
+    """Create a table's tombstone table, empty, unless it exists (or tombstones are off).
+
+    Called where a snapshot creates the data table (beside its write), so the table's first
+    deleting batch appends to it instead of creating it on its critical path: a creation
+    costs a commit and Delta's first state reconstruction of the table, as much as a MERGE.
+    """
+    if not config.tombstones:
+        return
+    path = tombstone_path(config.target, spec.schema, spec.table)
+    if path in _KNOWN or _is_delta(spark, path):
+        return
+    plan = _plan(spec, config.options_for(spec.schema, spec.table))
+    schema = _tombstone_schema(plan, seq_type, config.zero_dates)
+    # `delta.*` writer options become table properties when the write creates the table
+    (spark.createDataFrame([], schema).write.format("delta").options(**config.table_properties())
+     .mode("ignore").save(path))
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
+    _NEWEST_TOMBSTONE[path] = None  # empty: what this process's batches would read
+    _TOMBSTONED[(path, config.app_id)] = None
 
 
 def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructType":
@@ -772,8 +876,8 @@ def _write_tombstones(spark: "SparkSession", net: "DataFrame", plan: _Plan, path
     `check_empty`: the batch may hold no net delete (updates only, where just a key move
     leaves one), so look first and commit nothing when there is none; without it (the batch
     deletes rows) the append goes ahead, empty at worst. The first append creates the table.
-    Appending is cheaper than a MERGE; readers only ask "is there a tombstone at or after
-    this seq", which duplicates do not change. `compact_tombstones` rewrites the table.
+    Appending is cheaper than a MERGE; readers only ask "is there a tombstone after this
+    seq", which duplicates do not change. `compact_tombstones` rewrites the table.
     The append carries no Delta txn (a txn costs every commit a snapshot job): the commit is
     tagged with the batch instead, and a replayed batch is recognised by `_tombstoned`.
     """
@@ -892,8 +996,8 @@ def _scd1_net(events: "DataFrame", plan: _Plan) -> "DataFrame":
 
 def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
           trunc: tuple[int, ...] | None, batch_id: int, app_id: str,
-          materialized: bool = False, plain: Collection[int] = ()) -> None:
-    """MERGE each key's net change (`_scd1_net`).
+          materialized: bool = False, plain: Collection[int] = (), beside: Beside = None) -> None:
+    """MERGE each key's net change (`_scd1_net`), with `beside` at the same time (`_merge`).
 
     `plain`: indexes of the columns that every net upsert carries (`present_columns`), so
     their UPDATE takes the source value without the per-row presence CASE.
@@ -922,13 +1026,13 @@ def _scd1(spark: "SparkSession", net: "DataFrame", plan: _Plan, path: str,
            f"THEN INSERT ({', '.join(ins_cols)}) VALUES ({', '.join(ins_vals)})")
     if trunc is not None:
         sql += f" WHEN NOT MATCHED BY SOURCE AND t.{SEQ_COL} < {_seq_sql(trunc)} THEN DELETE"
-    _merge(spark, net, sql, app_id, batch_id, materialized)
+    _merge(spark, net, sql, app_id, batch_id, materialized, beside)
 
 
 def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "StructType",
                          config: ApplyConfig, batch_id: int, app_id: str) -> None:
     """A new table from inserts of distinct keys (`ApplyConfig.inserts_only`): their typed
-    images, written by the commit that creates the table."""
+    images, written by the commit that creates the table, and its tombstone table beside."""
     from pyspark.sql import functions as F
 
     js = image_schema(plan.spec, plan.cols)
@@ -937,15 +1041,19 @@ def _create_from_inserts(part: "DataFrame", plan: _Plan, path: str, schema: "Str
     cols = [typed_value(F.col("_a").getField(c), plan.spec.column(c), config.zero_dates)
             for c in plan.cols] + [F.col("seq"), F.col("ts")]
     out = rows.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
-    (out.write.format("delta").mode("append").options(**config.table_properties())
-     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    spark = part.sparkSession
+    together(lambda: out.write.format("delta").mode("append").options(**config.table_properties())
+             .option("txnAppId", app_id).option("txnVersion", batch_id).save(path),
+             lambda: create_tombstones(spark, config, plan.spec, schema[SEQ_COL].dataType))
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
 def _scd1_create(net: "DataFrame", plan: _Plan, path: str, schema: "StructType",
-                 properties: Mapping[str, str], batch_id: int, app_id: str) -> None:
+                 properties: Mapping[str, str], batch_id: int, app_id: str,
+                 beside: Beside = None) -> None:
     """What `_scd1` does to a table without rows, as the write that creates the table: the
-    net upserts with the values its INSERT clause takes (a first snapshot, a new table)."""
+    net upserts with the values its INSERT clause takes (a first snapshot, a new table).
+    `beside` runs at the same time (the txn is the writer's option, not a session setting)."""
     from pyspark.sql import functions as F
 
     cols = []
@@ -956,16 +1064,18 @@ def _scd1_create(net: "DataFrame", plan: _Plan, path: str, schema: "StructType",
     out = net.where(F.col("_kind") == "upsert").select(
         *[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, schema.fields)])
     # `delta.*` writer options become table properties when the write creates the table
-    (out.write.format("delta").mode("append").options(**properties)
-     .option("txnAppId", app_id).option("txnVersion", batch_id).save(path))
+    together(lambda: out.write.format("delta").mode("append").options(**properties)
+             .option("txnAppId", app_id).option("txnVersion", batch_id).save(path), beside)
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
 
 
 # -- SCD type 2 ----------------------------------------------------------------------------
 
 def _scd2(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
-          trunc: tuple[int, ...] | None, batch_id: int, app_id: str) -> "DataFrame":
-    """Turn each key's events into versions and MERGE them; returns net kinds per key.
+          trunc: tuple[int, ...] | None, batch_id: int, app_id: str,
+          beside: Callable[["DataFrame"], None] | None = None) -> None:
+    """Turn each key's events into versions and MERGE them; `beside` gets the net kinds per
+    key and runs at the same time as the MERGE (`_merge`).
 
     The target's current version (END_AT null) is closed or updated in place (changes to
     untracked columns); every change of tracked columns inserts a new version. TRUNCATE
@@ -984,6 +1094,8 @@ def _scd2(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
         synthetic = synthetic.select(*[synthetic[c].cast(events.schema[c].dataType).alias(c)
                                        for c in events.columns])
         events = events.unionByName(synthetic)
+    net = events.groupBy(*K).agg(F.max("_seq").alias("_seq"),
+                                 F.max_by("_kind", "_seq").alias("_kind"))
 
     target = spark.read.format("delta").load(path)
     current = target.where(F.col(END_AT).isNull()).select(
@@ -1056,6 +1168,5 @@ def _scd2(spark: "SparkSession", events: "DataFrame", plan: _Plan, path: str,
     if trunc is not None:
         sql += (f" WHEN NOT MATCHED BY SOURCE AND t.{END_AT} IS NULL "
                 f"AND t.{START_AT} < {_seq_sql(trunc)} THEN UPDATE SET t.{END_AT} = {_seq_sql(trunc)}")
-    _merge(spark, source, sql, app_id, batch_id)
-    return events.groupBy(*K).agg(F.max("_seq").alias("_seq"),
-                                  F.max_by("_kind", "_seq").alias("_kind"))
+    _merge(spark, source, sql, app_id, batch_id,
+           beside=(lambda: beside(net)) if beside is not None else None)

@@ -474,6 +474,8 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
     `TableProgress` before the writes start."""
     from pyspark.sql import functions as F
 
+    from .apply import create_tombstones, together
+
     session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
     by_table: dict[str, list[Chunk]] = {}
     for c in chunks:
@@ -507,9 +509,11 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
         path = table_path(config.target, t.schema, t.table)
         t1 = time.monotonic()
         ss.sparkContext.setJobGroup(progress[name].group, f"binlake snapshot of {name}")
-        try:
-            (out.write.format("delta").mode("append").options(**config.table_properties())
-             .option("txnAppId", app_id).option("txnVersion", 0).save(path))
+        try:  # the table's tombstone table is created beside it (`create_tombstones`)
+            together(lambda: out.write.format("delta").mode("append")
+                     .options(**config.table_properties())
+                     .option("txnAppId", app_id).option("txnVersion", 0).save(path),
+                     lambda: create_tombstones(ss, config, t.spec, frame.schema[SEQ].dataType))
         finally:
             ss.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         t2 = time.monotonic()
