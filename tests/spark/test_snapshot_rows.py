@@ -3,6 +3,7 @@ JSON typing gives, for every type the snapshot reads, and the tables it writes e
 source."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,30 @@ def test_packed_read_types_like_the_row_read(mariadb: Any, types_table: str,
             assert table(packed, size).equals(want)
     json_rows = table(packed, 10_000).column(AFTER_COL).null_count
     assert json_rows == (3 if zero_dates == "null" else 4)  # year 0: the batch in Python
+
+
+def test_packed_read_names_a_text_value_that_is_not_utf8(mariadb: Any,
+                                                         types_table: str) -> None:
+    """A text value whose bytes are not UTF-8 (one byte of the row's 'é' broken in the
+    packed rows) stops the read with one line naming the table, chunk, row and column, in
+    the C split and its Python twin."""
+    from binlake._speedups.native import switches
+    from binlake.snapshot.server import SnapshotError
+
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+    arrow = arrow_schema(chunk_schema(chunk, "null"))
+    res = read_chunk(mariadb.url, chunk, server_id=6449305, raw=True, packed=True)
+    assert res.packed is not None
+    at = res.packed.data.index("é".encode())
+    res.packed.data[at] = 0xFF
+    for pure in (False, True):
+        with switches.set(c=None) if pure else contextlib.nullcontext():
+            with pytest.raises(SnapshotError) as err:
+                list(ChunkTyper(chunk, "null", arrow).batches(res))
+        text = str(err.value)
+        assert f"{DB}.{types_table} chunk 0, row 0: column v holds bytes that are not UTF-8" \
+            in text, text
+        assert "\n" not in text
 
 
 def test_packed_read_with_a_backfill_keeps_the_rows_path(mariadb: Any, types_table: str) -> None:
