@@ -203,3 +203,34 @@ def test_packed_read_with_a_backfill_keeps_the_rows_path(mariadb: Any, types_tab
     assert isinstance(res.rows[(2,)], str) and '"v":"upd"' in res.rows[(2,)]
     first = res.rows[(1,)]
     assert first[0] == "1" and first[7] == b"\x05" and first[10] == b"ab\x00\x00"
+
+
+def test_packed_read_keeps_its_rows_when_only_other_tables_change(mariadb: Any,
+                                                                  types_table: str) -> None:
+    """Writes to another table in the chunk's window move HIGH past LOW, but no change of
+    this table is there to replay: the rows stay packed and type as the quiet read's do."""
+    import pyarrow as pa
+
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+    arrow = arrow_schema(chunk_schema(chunk, "null"))
+    mariadb.sql("CREATE TABLE IF NOT EXISTS snap_rows_other (id INT PRIMARY KEY, v INT)")
+
+    def writes() -> None:
+        mariadb.sql("REPLACE INTO snap_rows_other VALUES (1, 1), (2, 2)")
+
+    quiet = read_chunk(mariadb.url, chunk, server_id=6449306, raw=True, packed=True)
+    busy = read_chunk(mariadb.url, chunk, server_id=6449307, after_select=writes, raw=True,
+                      packed=True)
+    assert busy.low != busy.high and busy.backfilled == 0
+    assert busy.packed is not None and not busy.rows
+    busy.ts = quiet.ts
+
+    def table(res: Any) -> Any:
+        typer = ChunkTyper(chunk, "null", arrow)
+        return pa.Table.from_batches(list(typer.batches(res)), schema=arrow)
+
+    want = table(quiet)
+    got = table(busy)
+    # (seq holds each read's HIGH: compare the table's columns)
+    assert got.select(list(range(len(chunk.table.spec.columns)))).equals(
+        want.select(list(range(len(chunk.table.spec.columns)))))
