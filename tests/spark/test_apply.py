@@ -252,10 +252,12 @@ def test_created_tables_compact_their_small_files(spark: Any, workload: Workload
     path = table_path(target, DB, "spk_all")
     detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
     assert detail["properties"].get("delta.autoOptimize.autoCompact") == "true"
+    assert detail["properties"].get("delta.checkpointInterval") == "100"
     assert "OPTIMIZE" in _operations(spark, path)
     for other in (change_log_path(target), tombstone_path(target, DB, "spk_all")):
         detail = spark.sql(f"DESCRIBE DETAIL delta.`{other}`").collect()[0]
         assert detail["properties"].get("delta.autoOptimize.autoCompact") == "true", other
+        assert detail["properties"].get("delta.checkpointInterval") == "100", other
 
     # A replayed batch id commits nothing, compaction included.
     before = delta_versions(path)
@@ -265,9 +267,11 @@ def test_created_tables_compact_their_small_files(spark: Any, workload: Workload
 
     # Off: tables are created without the property (Delta's session settings then decide).
     plain = str(tmp_path / "plain")
-    off = ApplyConfig(target=plain, app_id="plain", auto_compact=False, change_log=True)
+    off = ApplyConfig(target=plain, app_id="plain", auto_compact=False, change_log=True,
+                      checkpoint_interval=None)
     apply_batch(spark, workload.batches[0], 1, off, workload.specs)
     for p in (table_path(plain, DB, "spk_all"), change_log_path(plain)):
         detail = spark.sql(f"DESCRIBE DETAIL delta.`{p}`").collect()[0]
         assert "delta.autoOptimize.autoCompact" not in detail["properties"]
+        assert "delta.checkpointInterval" not in detail["properties"]
     assert_table_equals(spark, plain, workload, 0, "spk_all")

@@ -3,6 +3,7 @@ JSON typing gives, for every type the snapshot reads, and the tables it writes e
 source."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,30 @@ def test_packed_read_types_like_the_row_read(mariadb: Any, types_table: str,
     assert json_rows == (3 if zero_dates == "null" else 4)  # year 0: the batch in Python
 
 
+def test_packed_read_names_a_text_value_that_is_not_utf8(mariadb: Any,
+                                                         types_table: str) -> None:
+    """A text value whose bytes are not UTF-8 (one byte of the row's 'é' broken in the
+    packed rows) stops the read with one line naming the table, chunk, row and column, in
+    the C split and its Python twin."""
+    from binlake._speedups.native import switches
+    from binlake.snapshot.server import SnapshotError
+
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+    arrow = arrow_schema(chunk_schema(chunk, "null"))
+    res = read_chunk(mariadb.url, chunk, server_id=6449305, raw=True, packed=True)
+    assert res.packed is not None
+    at = res.packed.data.index("é".encode())
+    res.packed.data[at] = 0xFF
+    for pure in (False, True):
+        with switches.set(c=None) if pure else contextlib.nullcontext():
+            with pytest.raises(SnapshotError) as err:
+                list(ChunkTyper(chunk, "null", arrow).batches(res))
+        text = str(err.value)
+        assert f"{DB}.{types_table} chunk 0, row 0: column v holds bytes that are not UTF-8" \
+            in text, text
+        assert "\n" not in text
+
+
 def test_packed_read_with_a_backfill_keeps_the_rows_path(mariadb: Any, types_table: str) -> None:
     """Changes in the chunk's window: the packed read replays them like the row read, onto
     the same raw values."""
@@ -178,3 +203,34 @@ def test_packed_read_with_a_backfill_keeps_the_rows_path(mariadb: Any, types_tab
     assert isinstance(res.rows[(2,)], str) and '"v":"upd"' in res.rows[(2,)]
     first = res.rows[(1,)]
     assert first[0] == "1" and first[7] == b"\x05" and first[10] == b"ab\x00\x00"
+
+
+def test_packed_read_keeps_its_rows_when_only_other_tables_change(mariadb: Any,
+                                                                  types_table: str) -> None:
+    """Writes to another table in the chunk's window move HIGH past LOW, but no change of
+    this table is there to replay: the rows stay packed and type as the quiet read's do."""
+    import pyarrow as pa
+
+    (chunk,) = plan_snapshot(mariadb.url, f"{DB}.{types_table}")
+    arrow = arrow_schema(chunk_schema(chunk, "null"))
+    mariadb.sql("CREATE TABLE IF NOT EXISTS snap_rows_other (id INT PRIMARY KEY, v INT)")
+
+    def writes() -> None:
+        mariadb.sql("REPLACE INTO snap_rows_other VALUES (1, 1), (2, 2)")
+
+    quiet = read_chunk(mariadb.url, chunk, server_id=6449306, raw=True, packed=True)
+    busy = read_chunk(mariadb.url, chunk, server_id=6449307, after_select=writes, raw=True,
+                      packed=True)
+    assert busy.low != busy.high and busy.backfilled == 0
+    assert busy.packed is not None and not busy.rows
+    busy.ts = quiet.ts
+
+    def table(res: Any) -> Any:
+        typer = ChunkTyper(chunk, "null", arrow)
+        return pa.Table.from_batches(list(typer.batches(res)), schema=arrow)
+
+    want = table(quiet)
+    got = table(busy)
+    # (seq holds each read's HIGH: compare the table's columns)
+    assert got.select(list(range(len(chunk.table.spec.columns)))).equals(
+        want.select(list(range(len(chunk.table.spec.columns)))))

@@ -220,8 +220,12 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
     finally:
         conn.close()
     res = ChunkResult(chunk, low, high, gtid, ts)
+    if t.key and position_key(low) > position_key(high):
+        raise SnapshotError(f"{t.name}: HIGH {high} is before LOW {low}")
+    window = bool(t.key) and position_key(low) < position_key(high)
+    changes = _backfill(url, res, server_id) if window else []
     if got_packed is not None:
-        if not t.key or position_key(low) == position_key(high):
+        if not changes:
             res.packed = got_packed  # nothing to replay onto the rows
             return res
         rows = got_packed.raw_rows()
@@ -236,16 +240,31 @@ def read_chunk(url: ServerURL | str, chunk: Chunk, *, server_id: int,
         for r in rows:
             k, text = fmt.image(r)
             res.rows[k] = text
-    if position_key(low) < position_key(high):
-        _backfill(url, res, server_id)
-    elif position_key(low) > position_key(high):
-        raise SnapshotError(f"{t.name}: HIGH {high} is before LOW {low}")
+    _replay(res.rows, changes)
     return res
 
 
+Change = tuple[tuple[Any, ...] | None, str | None]
+"""A backfilled change of a chunk: (key, None) removes the key's row, (key, text) puts its
+image; (None, None) is a TRUNCATE (every row goes)."""
 
-def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
-    """Replay the table's changes in [LOW, HIGH) onto the chunk's rows."""
+
+def _replay(rows: dict[tuple[Any, ...], Any], changes: Sequence[Change]) -> None:
+    """Apply the backfill's changes, in binlog order, onto a chunk's rows."""
+    for key, text in changes:
+        if key is None:
+            rows.clear()
+        elif text is None:
+            rows.pop(key, None)
+        else:
+            rows[key] = text
+
+
+
+def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> list[Change]:
+    """The table's changes in [LOW, HIGH) that touch the chunk's range, in order, for
+    `_replay` (read before the rows are parsed: a chunk no change touched keeps them
+    packed)."""
     from ..replica.stream import BinlogStream, StreamOptions
 
     t, chunk = res.chunk.table, res.chunk
@@ -265,10 +284,10 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
                          tables=lambda s, n: (s.lower(), n.lower()) == (schema, table),
                          table_resolver=ShapeGuard(t))
     stream = BinlogStream(url, opts)
-    rows = res.rows
+    changes: list[Change] = []
     for rec in stream.changes():
         if rec.op == "truncate":
-            rows.clear()
+            changes.append((None, None))
             continue
         if rec.op not in ("insert", "update", "delete"):
             raise SnapshotError(f"{t.name}: a {rec.op!r} record at {rec.file}:{rec.pos} during "
@@ -279,15 +298,16 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> None:
         enc = image_encoder(rec.table_map)
         if rec.before is not None:
             k, _ = _image_key(rec, rec.before, enc, t)
-            rows.pop(k, None)
+            changes.append((k, None))
         if rec.after is not None:
             k, text = _image_key(rec, rec.after, enc, t)
             if inside(k):
-                rows[k] = text
+                changes.append((k, text))
     end = stream.position
     if end.file is None or position_key((end.file, end.pos)) != position_key(res.high) or end.rows_done:
         raise SnapshotError(f"{t.name}: the backfill stopped at {end}, not at HIGH "
                             f"{res.high[0]}:{res.high[1]}")
+    return changes
 
 
 def _image_key(rec: ChangeRecord, image: dict[str, Any], enc: Callable[[dict[str, Any]], str],

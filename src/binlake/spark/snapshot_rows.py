@@ -252,13 +252,33 @@ class ChunkTyper:
                    for v, o, d, nn in bufs]
             batch = self._typed_columns(raw, binary)
             if batch is None:
-                part = list(zip(*[[None if v is None else v if b else v.decode("utf-8")
-                                   for v in a.to_pylist()] for a, b in zip(raw, binary)]))
+                part = list(zip(*[self._values(res, a, b, c.name, start)
+                                  for a, b, c in zip(raw, binary, packed.columns)]))
                 yield self._rows_batch(res, part, start)
             else:
                 arrays = batch + self._tail(res, n, start, pa.nulls(n, pa.string()))
                 yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
             start += n
+
+    @staticmethod
+    def _values(res: ChunkResult, a: pa.Array, binary: bool, name: str,
+                start: int) -> list[Any]:
+        """A raw column as Python values: bytes for binary columns, else text (the server
+        sends utf8mb4); a text value that is not UTF-8 stops the snapshot in one line."""
+        if binary:
+            return a.to_pylist()
+        out: list[Any] = []
+        for i, v in enumerate(a.to_pylist()):
+            try:
+                out.append(None if v is None else v.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                t = res.chunk.table
+                raise SnapshotError(
+                    f"{t.schema}.{t.table} chunk {res.chunk.index}, row {start + i}: column "
+                    f"{name} holds bytes that are not UTF-8 (at byte {exc.start})",
+                    hint="check the column's character set; the snapshot reads utf8mb4"
+                ) from None
+        return out
 
     def _typed_columns(self, raw: Sequence[pa.Array],
                        binary: Sequence[bool]) -> list[pa.Array] | None:
