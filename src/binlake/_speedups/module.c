@@ -30,6 +30,7 @@
  *              lines of --output jsonl and text)
  *   framing.h  event_rows.c (the common rows event framed, checked and decoded whole)
  *   text_rows.h  text_rows.c (a result set's text rows split into Arrow column buffers)
+ *   fold.h     fold.c (a table's change records folded into one net change per key)
  */
 #include "common.h"
 #include "crc.h"
@@ -40,6 +41,7 @@
 #include "records.h"
 #include "framing.h"
 #include "text_rows.h"
+#include "fold.h"
 
 PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
 PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
@@ -97,6 +99,8 @@ static PyMethodDef module_methods[] = {
      "jsonl_records (plan_for -> cdcjson.text_plan)."},
     {"text_columns", text_columns, METH_VARARGS,
      "Packed text rows -> Arrow binary buffers per column (results.split_text_rows)."},
+    {"fold_scd1", fold_scd1, METH_VARARGS,
+     "A table's change records -> net change per key as Arrow buffers (cdc.net.net_scd1)."},
     {"make_records", make_records, METH_VARARGS,
      "make_records(template, rows, mode) -> list of records (0 insert, 1 delete, 2 update)."},
     {NULL, NULL, 0, NULL}

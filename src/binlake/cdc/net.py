@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from ..schema.spec import (
     BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES, TableSpec,
 )
+from .._speedups.native import function
 from .arrow import SEQ_TYPE
 
 ROW_OPS = ("insert", "update", "delete")
@@ -200,15 +201,88 @@ def fold_slices(batch: pa.Table) -> Iterable[tuple[int, int]]:
 
 def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequence[str],
              trunc: Sequence[int] | None = None) -> NetChanges:
-    """Fold one table's change records (CDC schema) into its net change per key."""
+    """Fold one table's change records (CDC schema) into its net change per key: in the C
+    core when it is in use (`fold_scd1`), else here (`fold_python`), with the same result."""
     if not isinstance(batch, pa.Table):
         batch = pa.Table.from_batches([batch])
+    seq = batch.column("seq").combine_chunks()
+    fields = [seq.field(f.name) for f in SEQ_TYPE]
+    ordered = pc.sort_indices(pa.table(fields, names=[f.name for f in SEQ_TYPE]),
+                              [(f.name, "ascending") for f in SEQ_TYPE])
+    if batch.num_rows and not pc.all(pc.equal(ordered, pa.array(range(batch.num_rows),
+                                                              ordered.type))).as_py():
+        batch = batch.take(ordered)
+    fast = function("fold_scd1")
+    if fast is None:
+        return fold_python(batch, keys, cols, trunc)
+    return _fold_c(fast, batch, keys, cols, trunc)
+
+
+def _buffers(a: pa.Array) -> tuple[Any, Any, Any, int]:
+    """(validity or None, values or text data, text offsets or None, offset) of an array."""
+    bufs = a.buffers()
+    if pa.types.is_string(a.type):
+        return bufs[0], bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset
+    return bufs[0], bufs[1], None, a.offset
+
+
+def _one(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """One array of a column (a single chunk as it is, without a copy)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks()
+
+
+def _fold_c(fast: Any, batch: pa.Table, keys: Sequence[str], cols: Sequence[str],
+            trunc: Sequence[int] | None) -> NetChanges:
+    n = batch.num_rows
+    ops = _one(pc.fill_null(pc.index_in(batch.column("op"), value_set=pa.array(ROW_OPS)), -1)
+               .cast(pa.int8()))
+    ops_buf = ops.buffers()[1].slice(ops.offset, n) if n else b""
+    seq = _one(batch.column("seq")).flatten()
+    ts = _one(pc.cast(batch.column("ts"), pa.int64()))
+    out = fast(n, ops_buf, tuple(_buffers(f) for f in seq), _buffers(ts),
+               _buffers(_one(batch.column("before"))), _buffers(_one(batch.column("after"))),
+               tuple(k.encode() for k in keys), tuple(c.encode() for c in cols),
+               tuple(trunc) if trunc is not None else None)
+    (m, key_cols, val_cols, present, fi, pos, inner, row, ts_data, ts_nulls, ts_valid,
+     dels, full, deletes, min_seq, max_del) = out
+
+    def text(t: tuple[Any, Any, Any, int]) -> pa.Array:
+        valid, offsets, data, nulls = t
+        return pa.Array.from_buffers(pa.string(), m, [
+            None if valid is None else pa.py_buffer(valid), pa.py_buffer(offsets),
+            pa.py_buffer(data)], null_count=nulls)
+
+    def flags(bits: bytes) -> pa.Array:
+        return pa.Array.from_buffers(pa.bool_(), m, [None, pa.py_buffer(bits)], null_count=0)
+
+    def ints(t: pa.DataType, data: bytes) -> pa.Array:
+        return pa.Array.from_buffers(t, m, [None, pa.py_buffer(data)], null_count=0)
+
+    arrays: list[pa.Array] = [text(k) for k in key_cols]
+    names = [f"_k{j}" for j in range(len(key_cols))]
+    arrays.append(pa.StructArray.from_arrays(
+        [ints(f.type, d) for f, d in zip(SEQ_TYPE, (fi, pos, inner, row))],
+        fields=list(SEQ_TYPE)))
+    stamps = pa.Array.from_buffers(pa.int64(), m, [
+        pa.py_buffer(ts_valid) if ts_nulls else None, pa.py_buffer(ts_data)],
+        null_count=ts_nulls)
+    arrays.append(stamps.cast(pa.timestamp("us", tz="UTC")))
+    arrays += [pc.if_else(flags(dels), "delete", "upsert"), flags(full)]
+    names += ["_seq", "_ts", "_kind", "_full"]
+    for i, (v, p) in enumerate(zip(val_cols, present)):
+        arrays += [text(v), flags(p)]
+        names += [f"_c{i}", f"_p{i}"]
+    return NetChanges(pa.Table.from_arrays(arrays, names=names), deletes, min_seq, max_del)
+
+
+def fold_python(batch: pa.Table, keys: Sequence[str], cols: Sequence[str],
+                trunc: Sequence[int] | None = None) -> NetChanges:
+    """`net_scd1` in Python, on records in seq order: the reference of the C core's fold."""
     seqs = _seqs(batch)
-    if any(seqs[i] > seqs[i + 1] for i in range(len(seqs) - 1)):
-        flat = pa.table({f.name: batch.column("seq").combine_chunks().field(f.name)
-                         for f in SEQ_TYPE})
-        batch = batch.take(pc.sort_indices(flat, [(f.name, "ascending") for f in SEQ_TYPE]))
-        seqs = _seqs(batch)
     cut = tuple(trunc) if trunc is not None else None
     nk, nc = len(keys), len(cols)
     index = {n: j for j, n in enumerate(cols)}
