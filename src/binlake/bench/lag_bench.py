@@ -720,7 +720,7 @@ def _setup(server: Any, cfg: LagConfig, echo: Echo) -> dict[str, Any]:
 
 def _compare(server: Any, warehouse: Path, master: str) -> dict[str, Any]:
     from ..spark.session import build_session
-    from .sync_bench import compare_tables
+    from .common import compare_tables
 
     spark = build_session("binlake-lag-bench-compare", master=master)
     try:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..replica.url import ServerURL
-from .sync_bench import jdbc_jar
+from .common import jdbc_jar
 from .workload import SCHEMA, TABLES, Workload, load
 
 STATUS = ("Rows_read", "Rows_sent", "Innodb_data_read", "Innodb_buffer_pool_read_requests",

@@ -1,0 +1,132 @@
+"""What the pipeline benchmarks (sync_bench, lag_bench, verify_bench) share: Connector/J's
+jar, memory read from /proc, and the row-by-row comparison of Delta tables with MariaDB."""
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .workload import SCHEMA, TABLES
+
+JDBC_VERSION = "3.5.1"
+JDBC_COORDINATE = f"org.mariadb.jdbc:mariadb-java-client:{JDBC_VERSION}"
+
+
+def jdbc_jar() -> Path | None:
+    """MariaDB Connector/J in the jar cache (scripts/spark-jars.sh puts it there)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    jar = cache / "binlake" / "jars" / "jdbc" / f"mariadb-java-client-{JDBC_VERSION}.jar"
+    return jar if jar.exists() else None
+
+
+def jvm_peak_rss_mb(spark: Any) -> float | None:
+    try:
+        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except Exception:  # noqa: BLE001 - reported as unknown
+        return None
+    return None
+
+
+def driver_peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def rss_mb(pid: int | str = "self") -> float | None:
+    """A process's resident memory now (VmRSS), MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def jvm_pid(spark: Any) -> int | None:
+    try:
+        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - reported as unknown
+        return None
+
+
+def columns(server: Any, table: str) -> list[str]:
+    rows = server.sql("SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                      f"'{SCHEMA}' AND table_name = '{table}' ORDER BY ordinal_position",
+                      database=None)
+    return [r[0] for r in rows]
+
+
+def column_types(server: Any, table: str) -> list[tuple[str, int]]:
+    rows = server.sql("SELECT data_type, COALESCE(datetime_precision, 0) FROM "
+                      f"information_schema.columns WHERE table_schema = '{SCHEMA}' AND "
+                      f"table_name = '{table}' ORDER BY ordinal_position", database=None)
+    return [(str(r[0]).lower(), int(r[1])) for r in rows]
+
+
+def time_text(v: Any, scale: int) -> str:
+    us = v.days * 86_400_000_000 + v.seconds * 1_000_000 + v.microseconds
+    sign, us = ("-", -us) if us < 0 else ("", us)
+    h, rest = divmod(us, 3_600_000_000)
+    m, rest = divmod(rest, 60_000_000)
+    sec, frac = divmod(rest, 1_000_000)
+    return f"{sign}{h:02d}:{m:02d}:{sec:02d}" + (f".{frac:06d}"[:scale + 1] if scale else "")
+
+
+def normalizer(kind: str, scale: int) -> Callable[[Any], Any]:
+    """One form for a value read through PyMySQL and through Spark where the two differ only
+    in representation (BIT as bytes or int, FLOAT's printed digits, TIME as timedelta or text,
+    wide integers and DECIMAL(65) as Decimal, int or text)."""
+    from ..spark.compare import comparable
+
+    def norm(v: Any) -> Any:
+        if v is None:
+            return None
+        if kind == "bit":
+            return ("i", int.from_bytes(v, "big") if isinstance(v, (bytes, bytearray)) else int(v))
+        if kind == "float":
+            return ("f", f"{float(v):.6g}")
+        if kind == "time":
+            return ("s", v if isinstance(v, str) else time_text(v, scale))
+        if kind in ("bigint", "decimal"):
+            return ("n", str(v))
+        return comparable(v)
+
+    return norm
+
+
+def compare_tables(spark: Any, server: Any, warehouse: Path) -> dict[str, Any]:
+    """Every Delta table against its MariaDB table, row by row by primary key (values made
+    comparable); a mismatch names the first differing row's columns."""
+    out: dict[str, Any] = {}
+    for table in TABLES:
+        names = columns(server, table)
+        norms = [normalizer(k, sc) for k, sc in column_types(server, table)]
+        conn = server.connect(database=SCHEMA)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM `{table}`")
+                want = {r[0]: tuple(f(v) for f, v in zip(norms, r)) for r in cur.fetchall()}
+        finally:
+            conn.close()
+        df = spark.read.format("delta").load(str(warehouse / SCHEMA / table))
+        got: dict[Any, tuple[Any, ...]] = {}
+        dup = 0
+        for r in df.select(*names).toLocalIterator():
+            dup += r[0] in got
+            got[r[0]] = tuple(f(v) for f, v in zip(norms, r))
+        bad = [k for k in want.keys() | got.keys() if want.get(k) != got.get(k)]
+        entry: dict[str, Any] = {"rows": len(want), "equal": not bad and not dup,
+                                 "differing": len(bad), "duplicate_keys": dup}
+        if bad:
+            k = min(bad)
+            w, g = want.get(k), got.get(k)
+            entry["first"] = {"id": k, "columns": {
+                n: [str(a), str(b)] for n, a, b in zip(names, w or [None] * len(names),
+                                                        g or [None] * len(names)) if a != b}}
+        out[table] = entry
+    return out
