@@ -1,9 +1,14 @@
 """What the pipeline benchmarks (sync_bench, lag_bench, verify_bench) share: Connector/J's
-jar, memory read from /proc, and the row-by-row comparison of Delta tables with MariaDB."""
+jar, the throwaway server, CPU and memory read from /proc, load averages, the JSON document,
+and the row-by-row comparison of Delta tables with MariaDB."""
 from __future__ import annotations
 
+import json
 import os
 import resource
+import shutil
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,15 +26,42 @@ def jdbc_jar() -> Path | None:
     return jar if jar.exists() else None
 
 
-def jvm_peak_rss_mb(spark: Any) -> float | None:
+def proc_status_kb(pid: int | str, key: str) -> int | None:
+    """A process's /proc status field in kB (VmRSS: resident now, VmHWM: its peak); None
+    when the process or the field cannot be read."""
     try:
-        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except Exception:  # noqa: BLE001 - reported as unknown
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
         return None
     return None
+
+
+def proc_stat_fields(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state first, then the parent's
+    pid; utime and stime at 11 and 12); OSError when the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def proc_cpu_s(pid: int | str) -> float:
+    """utime + stime of a local process, in seconds; OSError when the process is gone."""
+    fields = proc_stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def jvm_pid(spark: Any) -> int | None:
+    """The process id of a local Spark session's JVM; None when it cannot be asked."""
+    try:
+        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - reported as unknown
+        return None
+
+
+def jvm_peak_rss_mb(spark: Any) -> float | None:
+    pid = jvm_pid(spark)
+    kb = proc_status_kb(pid, "VmHWM") if pid is not None else None
+    return None if kb is None else round(kb / 1024, 1)
 
 
 def driver_peak_rss_mb() -> float:
@@ -38,20 +70,48 @@ def driver_peak_rss_mb() -> float:
 
 def rss_mb(pid: int | str = "self") -> float | None:
     """A process's resident memory now (VmRSS), MB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
+    kb = proc_status_kb(pid, "VmRSS")
+    return None if kb is None else round(kb / 1024, 1)
 
 
-def jvm_pid(spark: Any) -> int | None:
-    try:
-        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    except Exception:  # noqa: BLE001 - reported as unknown
-        return None
+def load_avg(ndigits: int | None = 1) -> list[float]:
+    """The 1, 5 and 15 minute load averages, rounded to `ndigits` (None: as the OS gives them)."""
+    return [x if ndigits is None else round(x, ndigits) for x in os.getloadavg()]
+
+
+def utc_stamp() -> str:
+    """Now, as a run's JSON dates it: 'YYYY-MM-DD HH:MM UTC'."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def write_json(path: str | Path, doc: dict[str, Any]) -> None:
+    """A run's document as indented JSON (values JSON cannot carry as their str)."""
+    Path(path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+SERVER_OPTIONS = {"innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}
+"""The throwaway MariaDB's settings for loading a workload fast (no flush per commit)."""
+
+
+def work_dir(workdir: Path | None, prefix: str) -> Path:
+    """`workdir`, or a new temporary folder named with `prefix`; made if missing."""
+    work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def start_server(work: Path, options: dict[str, str] | None = SERVER_OPTIONS) -> Any:
+    """A throwaway MariaDB in `work`/server, started (`stop_server` ends it)."""
+    from ..devtools.devserver import DevServer
+
+    return DevServer(work / "server", extra_options=dict(options or {})).start()
+
+
+def stop_server(server: Any, work: Path, keep: bool) -> None:
+    """Stop a bench's server and, unless `keep`, remove its work folder."""
+    server.stop()
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def columns(server: Any, table: str) -> list[str]:

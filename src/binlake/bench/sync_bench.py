@@ -36,7 +36,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -44,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from .common import (columns, compare_tables, driver_peak_rss_mb, jdbc_jar, jvm_peak_rss_mb,
-                     jvm_pid, rss_mb)
+                     jvm_pid, load_avg, rss_mb, start_server, stop_server, utc_stamp, work_dir,
+                     write_json)
 from .workload import SCHEMA, TABLES, Workload, load
 
 def batch_recorder(spark: Any, into: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
@@ -59,7 +59,7 @@ def batch_recorder(spark: Any, into: list[dict[str, Any]]) -> Callable[[dict[str
                      "driver_read_s": info.get("driver_read_s"),
                      "driver_rss_mb": rss_mb(), "driver_peak_mb": driver_peak_rss_mb(),
                      "jvm_rss_mb": rss_mb(jvm) if jvm else None,
-                     "load_avg": round(os.getloadavg()[0], 1)})
+                     "load_avg": load_avg()[0]})
 
     return record
 
@@ -290,18 +290,14 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
     late keeps what it measured). `write=False` skips the Arrow write floor (and the warm
     and cold runs that compare with it): it collects and re-sends whole tables through the
     driver's JVM heap, which at 1M rows does not fit the default 1 GiB."""
-    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
 
-    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-syncbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    server = DevServer(work / "server", extra_options={
-        "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
+    work = work_dir(workdir, "binlake-syncbench-")
+    server = start_server(work)
     doc: dict[str, Any] = {"config": {"scale": scale, "seed": seed, "master": master,
                                       "max_bytes_per_trigger": max_bytes_per_trigger,
-                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                      "load_avg": [round(x, 1) for x in os.getloadavg()]}}
+                                      "date": utc_stamp(), "load_avg": load_avg()}}
     saved = save or (lambda d: None)
     try:
         echo(f"loading the workload ({scale:,} row changes)")
@@ -375,7 +371,7 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             snap["cold"] = cold_doc
             echo(f"snapshot, cold: {cold_doc}")
         snap["check"] = compare_tables(spark, server, wh)
-        snap["load_avg"] = [round(x, 1) for x in os.getloadavg()]
+        snap["load_avg"] = load_avg()
         snap["peak_rss_mb"] = {"driver_python": driver_peak_rss_mb(),
                                "jvm": jvm_peak_rss_mb(spark)}
         doc["snapshot"] = snap
@@ -396,9 +392,9 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             record(info)
             echo(f"catch-up batch: {per_batch[-1]}")
 
-        load0 = [round(x, 1) for x in os.getloadavg()]
+        load0 = load_avg()
         catch_s, rep = _timed(lambda: run_sync(opts, spark, on_progress=progress))
-        load1 = [round(x, 1) for x in os.getloadavg()]
+        load1 = load_avg()
         doc["catch_up"] = {"seconds": round(catch_s, 2), "per_batch": per_batch}
         saved(doc)
         echo("catch-up floors: plain append, bare MERGE")
@@ -421,9 +417,7 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
                            for v in doc[ph]["check"].values())
         return doc
     finally:
-        server.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, keep)
 
 
 STARTUP_SCHEMA = "binlake_start"
@@ -533,13 +527,10 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
     """Fixed costs of `binlake sync`, each a fresh `binlake sync --once` process on one small
     table: the first run (snapshot), a handful of pending changes, a batch with one ALTER;
     then (`warm`) one ALTER and an insert in a long-running sync (`warm_alter`)."""
-    from ..devtools.devserver import DevServer
-
-    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-startbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    server = DevServer(work / "server").start()
+    work = work_dir(workdir, "binlake-startbench-")
+    server = start_server(work, options=None)
     doc: dict[str, Any] = {"config": {"mode": "startup", "rows": rows, "master": master,
-                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+                                      "date": utc_stamp()}}
     s = STARTUP_SCHEMA
     try:
         server.sql(f"CREATE DATABASE {s}",
@@ -573,9 +564,7 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
         doc.update(runs=runs, equal=[tuple(r) for r in want] == got)
         return doc
     finally:
-        server.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, keep)
 
 
 def format_startup(doc: dict[str, Any]) -> str:
@@ -670,14 +659,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         def save(d: dict[str, Any]) -> None:
             if args.json_path:
-                Path(args.json_path).write_text(json.dumps(d, indent=2, default=str) + "\n")
+                write_json(args.json_path, d)
 
         doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
                   event_log=Path(args.event_log) if args.event_log else None,
                   cold=not args.no_cold, write=not args.no_write_floor, save=save,
                   max_bytes_per_trigger=args.max_bytes_per_trigger)
     if args.json_path:  # first: a summary that fails to format loses nothing
-        Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json_path, doc)
     print(format_startup(doc) if args.startup else format_summary(doc))
     return 0 if doc["equal"] else 1
 
