@@ -26,6 +26,21 @@ def jdbc_jar() -> Path | None:
     return jar if jar.exists() else None
 
 
+def jar_conf(jar: Path) -> dict[str, str]:
+    """Spark settings that put a jar on the driver's and the executors' class path."""
+    return {"spark.driver.extraClassPath": str(jar), "spark.executor.extraClassPath": str(jar)}
+
+
+def jdbc_source(server: Any, **extra: str) -> tuple[str, dict[str, str]]:
+    """`spark.read.jdbc`'s URL and properties for the bench schema on `server` (its `port`,
+    `user` and `password`), `extra` properties added."""
+    # the mysql scheme makes Spark quote names with backticks (its MySQL dialect)
+    url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
+    props = {"user": server.user, "password": server.password, "driver": "org.mariadb.jdbc.Driver",
+             "fetchsize": "10000", **extra}
+    return url, props
+
+
 def proc_status_kb(pid: int | str, key: str) -> int | None:
     """A process's /proc status field in kB (VmRSS: resident now, VmHWM: its peak); None
     when the process or the field cannot be read."""

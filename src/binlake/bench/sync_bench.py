@@ -42,10 +42,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .common import (columns, compare_tables, driver_peak_rss_mb, jdbc_jar, jvm_peak_rss_mb,
-                     jvm_pid, load_avg, rss_mb, start_server, stop_server, utc_stamp, work_dir,
-                     write_json)
+from .common import (columns, compare_tables, driver_peak_rss_mb, jar_conf, jdbc_jar,
+                     jdbc_source, jvm_peak_rss_mb, jvm_pid, load_avg, rss_mb, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, TABLES, Workload, load
+
 
 def batch_recorder(spark: Any, into: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
     """A `run_sync` progress callback: each applied batch's changes, seconds and read, with
@@ -120,10 +121,7 @@ def jdbc_floor(spark: Any, server: Any, out: Path,
                bounds: dict[str, tuple[int, int]] | None = None) -> float:
     """spark.read.jdbc (4 partitions on id) -> Delta of every bench table; seconds.
     `server` needs `port`, `user` and `password` (and `sql` when `bounds` is not given)."""
-    # the mysql scheme makes Spark quote names with backticks (its MySQL dialect)
-    url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
-    props = {"user": server.user, "password": server.password, "driver": "org.mariadb.jdbc.Driver",
-             "fetchsize": "10000"}
+    url, props = jdbc_source(server)
     bounds = bounds or _bounds(server)
     t0 = time.perf_counter()
     for table in TABLES:
@@ -306,8 +304,7 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         conf: dict[str, str] = {}
         jar = jdbc_jar()
         if jar:
-            conf = {"spark.driver.extraClassPath": str(jar),
-                    "spark.executor.extraClassPath": str(jar)}
+            conf = jar_conf(jar)
         if event_log:
             event_log.mkdir(parents=True, exist_ok=True)
             conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(event_log)})

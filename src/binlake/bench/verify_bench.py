@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from ..replica.url import ServerURL
-from .common import (jdbc_jar, load_avg, proc_cpu_s, start_server, stop_server, utc_stamp,
-                     work_dir, write_json)
+from .common import (jar_conf, jdbc_jar, jdbc_source, load_avg, proc_cpu_s, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, TABLES, Workload, load
 
 STATUS = ("Rows_read", "Rows_sent", "Innodb_data_read", "Innodb_buffer_pool_read_requests",
@@ -128,10 +128,7 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
     Delta table on the key, the differing rows counted. Returns differing rows per table."""
     from pyspark.sql import functions as F
 
-    url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
-    props = {"user": server.user, "password": server.password,
-             "driver": "org.mariadb.jdbc.Driver", "fetchsize": "10000",
-             "sessionInitStatement": "SET time_zone = '+00:00'"}
+    url, props = jdbc_source(server, sessionInitStatement="SET time_zone = '+00:00'")
     out: dict[str, int] = {}
     # CHAR and ENUM as read, not padded to their length
     spark.conf.set("spark.sql.legacy.charVarcharAsString", "true")
@@ -274,8 +271,7 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         "measures": list(measures), "date": utc_stamp(), "load_avg": load_avg(None)}}
     wh = work / "wh"
     try:
-        spark = build_session("binlake-verify-bench", master=master, conf={
-            "spark.driver.extraClassPath": str(jar), "spark.executor.extraClassPath": str(jar)})
+        spark = build_session("binlake-verify-bench", master=master, conf=jar_conf(jar))
         if not ready:
             echo(f"loading the workload ({scale:,} row changes)")
             loaded = load(server, Workload(scale, seed))
