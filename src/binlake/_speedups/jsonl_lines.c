@@ -1,7 +1,7 @@
 /* Change records -> JSON lines, as `binlake decode` and `binlake stream` print them.
  *
- * Why: each record was turned into a dict of formatted values (changes.to_json_dict) and
- * then json.dumps'ed, per record in Python: 8-15x the time of decoding the record. Here a
+ * Why: in Python each record becomes a dict of formatted values (changes.to_json_dict),
+ * then json.dumps runs on it, per record: that costs more than decoding the record. Here a
  * list of records becomes the UTF-8 bytes of their lines in one call, from the records'
  * value tuples (or the CDC JSON text of their images, made by a decoder with
  * json_images="lines", copied as it is), with a per-table plan (cdcjson.jsonl_plan: each column's JSON key and how

@@ -256,8 +256,7 @@ def _precompile(echo: Echo) -> None:
     A cached file is rewritten whenever the importer would refuse it, which compileall
     alone does not see: it compares the source's modification second, the importer also
     its size, so a file changed within the second its bytecode was written (a git
-    checkout) was compiled again by every run (binlake's events and TABLE_MAP modules:
-    ~15 ms of each)."""
+    checkout) would be compiled again by every timed run."""
     import compileall
     import importlib.util
 
