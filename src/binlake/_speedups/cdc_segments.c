@@ -19,12 +19,9 @@
 
 static int i32_room(I32s *a, Py_ssize_t k) {
     if (a->n + k <= a->cap) return 0;
-    Py_ssize_t cap = a->cap ? a->cap : 256;
-    while (cap < a->n + k) cap *= 2;
-    int32_t *p = PyMem_Realloc(a->p, (size_t)cap * sizeof(int32_t));
-    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    int32_t *p = grow_array(a->p, &a->cap, a->n + k, 256, sizeof(int32_t));
+    if (p == NULL) return -1;
     a->p = p;
-    a->cap = cap;
     return 0;
 }
 
