@@ -15,6 +15,7 @@
 #include "common.h"
 #include <structmember.h>
 #include "arrow.h"
+#include "records.h"
 
 
 static int i32_room(I32s *a, Py_ssize_t k) {
@@ -43,11 +44,10 @@ static int slots_find(SlotCache *c, PyTypeObject *tp, const char *const *names, 
     for (int i = 0; i < k && ok; i++) {
         PyObject *name = PyUnicode_InternFromString(names[i]);
         if (name == NULL) return -1;
-        PyObject *d = _PyType_Lookup(tp, name);  /* borrowed */
+        Py_ssize_t off = object_slot_offset(tp, name);
         Py_DECREF(name);
-        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) ok = 0;
-        else c->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        if (off < 0) ok = 0;
+        else c->off[i] = off;
     }
     Py_INCREF(tp);  /* held: a freed class's address may come back as another class */
     Py_XSETREF(c->tp, tp);
