@@ -99,6 +99,16 @@ def utc_stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
+def last_json_line(text: str) -> dict[str, Any] | None:
+    """The last line of a program's output that is a JSON object (its stats or report line,
+    after whatever else it printed); None when there is none."""
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return dict(json.loads(line))
+    return None
+
+
 def write_json(path: str | Path, doc: dict[str, Any]) -> None:
     """A run's document as indented JSON (values JSON cannot carry as their str)."""
     Path(path).write_text(json.dumps(doc, indent=2, default=str) + "\n")

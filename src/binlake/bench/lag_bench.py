@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .common import (load_avg, proc_stat_fields, proc_status_kb, start_server, stop_server,
-                     utc_stamp, work_dir, write_json)
+from .common import (last_json_line, load_avg, proc_stat_fields, proc_status_kb, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, Workload, load
 
 DEFAULT_RATES = (500, 1000, 2000, 5000)
@@ -666,9 +666,9 @@ class SyncProcess:
 
     def report(self) -> dict[str, Any]:
         """The JSON line `binlake sync` prints at its end."""
-        for line in reversed(self.out_path.read_text().splitlines()):
-            if line.startswith("{"):
-                return dict(json.loads(line))
+        line = last_json_line(self.out_path.read_text())
+        if line is not None:
+            return line
         raise LagBenchError(f"binlake sync printed no report: {self.tail()}")
 
 

@@ -9,7 +9,6 @@ workload's.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -26,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..devtools.devserver import find_binary
-from .common import proc_cpu_s, proc_status_kb
+from .common import last_json_line, proc_cpu_s, proc_status_kb
 from .workload import SCHEMA, TABLES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -186,10 +185,9 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
 
 
 def _last_json_line(text: str) -> dict[str, Any]:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
+    line = last_json_line(text)
+    if line is not None:
+        return line
     raise BenchError(f"no JSON stats line in the tool's output: {text[-500:]!r}")
 
 
