@@ -46,7 +46,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from binlake._util.memory import release_freed
-    from binlake.bench.sync_bench import _columns, second_round
+    from binlake.bench.common import columns as _columns
+    from binlake.bench.sync_bench import second_round
     from binlake.bench.workload import SCHEMA, Workload, load
     from binlake.cdc import net
     from binlake.cdc.arrow import CDC_SCHEMA

@@ -26,7 +26,7 @@ if ! "$PYTHON" -c 'import pyspark' 2>/dev/null; then
 fi
 
 # MariaDB Connector/J: only the pipeline benchmark's spark.read.jdbc floor uses it
-# (binlake bench --sync); keep the version in step with binlake.bench.sync_bench.JDBC_VERSION.
+# (binlake bench --sync); keep the version in step with binlake.bench.common.JDBC_VERSION.
 JDBC_VERSION=3.5.1
 JDBC_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/binlake/jars/jdbc"
 if [[ ! -f "$JDBC_DIR/mariadb-java-client-$JDBC_VERSION.jar" ]]; then

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from binlake.bench.sync_bench import _normalizer, _time_text, sync_phases
+from binlake.bench.common import normalizer as _normalizer
+from binlake.bench.common import time_text as _time_text
+from binlake.bench.sync_bench import sync_phases
 
 
 def test_time_text_matches_spark_strings() -> None:

@@ -1,5 +1,6 @@
 """The one length-encoded integer reader (_util/lenenc.py) behind protocol/wire.py,
-binlog/wire.py and binlog/compression.py: the same values, and each caller's own errors."""
+binlog/wire.py, binlog/compression.py and binlog/columns/json_diff.py: the same values, and
+each caller's own errors."""
 from __future__ import annotations
 
 import pytest
@@ -47,3 +48,24 @@ def test_bad_prefix_past_the_end_and_cut_short_raise_each_callers_error() -> Non
         packed_int(b"\xfc\x01", 0)
     with pytest.raises(TruncatedError, match="needs 3 bytes"):
         compression_packed_int(b"\xfc\x01", 0, "field")
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_json_diff_lengths_use_the_one_reader_within_their_bound(value: int) -> None:
+    from binlake.binlog.columns.json_diff import _packed_int as json_diff_packed_int
+
+    data = lenenc_int(value) + b"tail"
+    end = len(lenenc_int(value))
+    assert json_diff_packed_int(data, 0, len(data)) == (value, end)
+    assert json_diff_packed_int(data, 0, end) == (value, end)
+    if end > 1:  # a bound inside the integer cuts it short
+        with pytest.raises(DecodeError, match="truncated inside a length"):
+            json_diff_packed_int(data, 0, end - 1)
+
+
+def test_json_diff_lengths_refuse_null_and_0xff() -> None:
+    from binlake.binlog.columns.json_diff import _packed_int as json_diff_packed_int
+
+    for first in (0xFB, 0xFF):
+        with pytest.raises(DecodeError, match=f"invalid length byte 0x{first:02x}"):
+            json_diff_packed_int(bytes((first, 0, 0)), 0, 3)

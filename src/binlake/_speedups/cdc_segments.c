@@ -15,16 +15,14 @@
 #include "common.h"
 #include <structmember.h>
 #include "arrow.h"
+#include "records.h"
 
 
 static int i32_room(I32s *a, Py_ssize_t k) {
     if (a->n + k <= a->cap) return 0;
-    Py_ssize_t cap = a->cap ? a->cap : 256;
-    while (cap < a->n + k) cap *= 2;
-    int32_t *p = PyMem_Realloc(a->p, (size_t)cap * sizeof(int32_t));
-    if (p == NULL) { PyErr_NoMemory(); return -1; }
+    int32_t *p = grow_array(a->p, &a->cap, a->n + k, 256, sizeof(int32_t));
+    if (p == NULL) return -1;
     a->p = p;
-    a->cap = cap;
     return 0;
 }
 
@@ -46,11 +44,10 @@ static int slots_find(SlotCache *c, PyTypeObject *tp, const char *const *names, 
     for (int i = 0; i < k && ok; i++) {
         PyObject *name = PyUnicode_InternFromString(names[i]);
         if (name == NULL) return -1;
-        PyObject *d = _PyType_Lookup(tp, name);  /* borrowed */
+        Py_ssize_t off = object_slot_offset(tp, name);
         Py_DECREF(name);
-        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) ok = 0;
-        else c->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        if (off < 0) ok = 0;
+        else c->off[i] = off;
     }
     Py_INCREF(tp);  /* held: a freed class's address may come back as another class */
     Py_XSETREF(c->tp, tp);

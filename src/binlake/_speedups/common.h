@@ -70,6 +70,21 @@ static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
 static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
                                    100000000, 1000000000};
 
+/* The growth of every array the C core appends to (Buf's bytes, offsets, run ends): `p`
+   reallocated to hold at least `need` items of `size` bytes, its capacity *cap (in items)
+   doubled, from `first` when it is 0, until they fit. The new pointer with *cap updated, or
+   NULL with MemoryError (p still valid, *cap unchanged). Callers check for room inline and
+   call this only to grow. */
+static inline void *grow_array(void *p, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t first,
+                               size_t size) {
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need) c *= 2;
+    void *np = PyMem_Realloc(p, (size_t)c * size);
+    if (np == NULL) { PyErr_NoMemory(); return NULL; }
+    *cap = c;
+    return np;
+}
+
 /* ValueError: a row image ends before a value's `need` bytes at offset `at` (values.c). */
 int truncated(Py_ssize_t need, Py_ssize_t at, Py_ssize_t len);
 

@@ -110,7 +110,7 @@ CLMUL_TARGET static inline __attribute__((always_inline)) uint32_t crc32_clmul_l
 CLMUL_TARGET static uint32_t crc32_clmul(uint32_t c, const uint8_t *p, size_t n) {
     const __m128i k8 = _mm_set_epi64x(0x14a7fe880LL, 0x1e88ef372LL);    /* x^(1024-32), x^(1024+32) */
     const __m128i k1k2 = _mm_set_epi64x(CRC_K512);
-    /* the lanes as plain variables (an array was kept on the stack, not in registers) */
+    /* the lanes as plain variables (compilers keep an array on the stack, not in registers) */
     __m128i l0, l1, l2, l3, l4, l5, l6, l7;
 #define LOAD(l, i) l = _mm_loadu_si128((const __m128i *)(p + 16 * (i)))
     LOAD(l0, 0); LOAD(l1, 1); LOAD(l2, 2); LOAD(l3, 3);

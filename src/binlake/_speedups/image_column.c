@@ -67,22 +67,17 @@ static void ImageColumn_dealloc(ImageColumn *self) {
 static int col_rows(ImageColumn *c, Py_ssize_t k) {
     Py_ssize_t need = c->n + k + 1;
     if (need > c->offcap) {
-        Py_ssize_t cap = c->offcap ? c->offcap : 1024;
-        while (cap < need) cap *= 2;
-        int32_t *no = PyMem_Realloc(c->off, (size_t)cap * sizeof(int32_t));
-        if (no == NULL) { PyErr_NoMemory(); return -1; }
+        int32_t *no = grow_array(c->off, &c->offcap, need, 1024, sizeof(int32_t));
+        if (no == NULL) return -1;
         if (c->off == NULL) no[0] = 0;
         c->off = no;
-        c->offcap = cap;
     }
     if (c->bits != NULL && (c->n + k + 7) / 8 > c->bitcap) {
-        Py_ssize_t cap = c->bitcap * 2;
-        while (cap < (c->n + k + 7) / 8) cap *= 2;
-        unsigned char *nb = PyMem_Realloc(c->bits, cap);
-        if (nb == NULL) { PyErr_NoMemory(); return -1; }
-        memset(nb + c->bitcap, 0, cap - c->bitcap);
+        Py_ssize_t old = c->bitcap;  /* > 0: the bits start at 64 bytes (col_nulls) */
+        unsigned char *nb = grow_array(c->bits, &c->bitcap, (c->n + k + 7) / 8, 64, 1);
+        if (nb == NULL) return -1;
+        memset(nb + old, 0, c->bitcap - old);
         c->bits = nb;
-        c->bitcap = cap;
     }
     return 0;
 }

@@ -190,11 +190,9 @@ typedef struct { Buf data; Py_ssize_t *ends, cap; } Side;
 
 static int side_mark(Side *sd, Py_ssize_t i) {
     if (i >= sd->cap) {
-        Py_ssize_t cap = sd->cap ? sd->cap * 2 : 16;
-        Py_ssize_t *ne = PyMem_Realloc(sd->ends, cap * sizeof(Py_ssize_t));
-        if (ne == NULL) { PyErr_NoMemory(); return -1; }
+        Py_ssize_t *ne = grow_array(sd->ends, &sd->cap, i + 1, 16, sizeof(Py_ssize_t));
+        if (ne == NULL) return -1;
         sd->ends = ne;
-        sd->cap = cap;
     }
     sd->ends[i] = sd->data.len;
     return 0;

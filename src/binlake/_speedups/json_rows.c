@@ -106,14 +106,7 @@ static int put_datetime(Buf *o, const Civil *c, int us, int fsp, int utc) {
     d = digits2(digits2(d, (int)(c->Y / 100)), (int)(c->Y % 100));
     *d++ = '-'; d = digits2(d, (int)c->M); *d++ = '-'; d = digits2(d, (int)c->D);
     *d++ = 'T'; d = digits2(d, c->h); *d++ = ':'; d = digits2(d, c->mi); *d++ = ':';
-    d = digits2(d, c->s);
-    if (fsp) {
-        char f[6];
-        for (int k = 5; k >= 0; k--) { f[k] = (char)('0' + us % 10); us /= 10; }
-        *d++ = '.';
-        memcpy(d, f, fsp);
-        d += fsp;
-    }
+    d = fraction_text(digits2(d, c->s), us, fsp);
     if (utc) *d++ = 'Z';
     *d++ = '"';
     return put(o, t, d - t);
@@ -206,13 +199,7 @@ static int encode_value(const ColOp *op, PyObject *bufobj, const unsigned char *
         if (hours >= 100) { if (hours >= 1000) *d++ = (char)('0' + hours / 1000); *d++ = (char)('0' + hours / 100 % 10); }
         d = digits2(d, hours % 100);
         *d++ = ':'; d = digits2(d, (int)((hms >> 6) & 0x3F)); *d++ = ':'; d = digits2(d, (int)(hms & 0x3F));
-        if (fsp) {
-            char f[6];
-            for (int k = 5; k >= 0; k--) { f[k] = (char)('0' + micro % 10); micro /= 10; }
-            *d++ = '.';
-            memcpy(d, f, fsp);
-            d += fsp;
-        }
+        d = fraction_text(d, micro, fsp);
         *d++ = '"';
         return put(o, t, d - t);
     }

@@ -5,12 +5,9 @@
 #include "text.h"
 
 int buf_grow(Buf *o, Py_ssize_t extra) {
-    Py_ssize_t cap = o->cap ? o->cap : 256;
-    while (cap < o->len + extra) cap *= 2;
-    char *np = PyMem_Realloc(o->p, cap);
-    if (np == NULL) { PyErr_NoMemory(); return -1; }
+    char *np = grow_array(o->p, &o->cap, o->len + extra, 256, 1);
+    if (np == NULL) return -1;
     o->p = np;
-    o->cap = cap;
     return 0;
 }
 

@@ -39,13 +39,11 @@ static int slot_offsets(PyTypeObject *tp, PyObject *names, Py_ssize_t *off) {
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
-        PyObject *d = PyUnicode_Check(name) ? _PyType_Lookup(tp, name) : NULL;  /* borrowed */
-        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        off[i] = PyUnicode_Check(name) ? object_slot_offset(tp, name) : -1;
+        if (off[i] < 0) {
             PyErr_Format(PyExc_TypeError, "%R is not an object slot of %s", name, tp->tp_name);
             return -1;
         }
-        off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
         for (Py_ssize_t j = 0; j < i; j++)
             if (off[j] == off[i]) {
                 PyErr_Format(PyExc_TypeError, "slot %R named twice", name);

@@ -5,8 +5,18 @@
 #define BINLAKE_SPEEDUPS_RECORDS_H
 
 #include "common.h"
+#include <structmember.h>
 
 /* ---- objects.c ---- */
+
+/* The offset of tp's object slot (a __slots__ member) called `name`, or -1 when it has
+   none by that name (nothing raised). */
+static inline Py_ssize_t object_slot_offset(PyTypeObject *tp, PyObject *name) {
+    PyObject *d = _PyType_Lookup(tp, name);  /* borrowed */
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
+        || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) return -1;
+    return ((PyMemberDescrObject *)d)->d_member->offset;
+}
 
 /* The record class record_class() was given, its slot count and each slot's offset. */
 #define REC_MAX_SLOTS 32

@@ -31,6 +31,22 @@ static const char HEX[] = "0123456789abcdef";
 
 static inline char *digits2(char *d, int v) { d[0] = (char)('0' + v / 10 % 10); d[1] = (char)('0' + v % 10); return d + 2; }
 
+/* The last `width` decimal digits of v >= 0 at d, zero-padded; the end. */
+static inline char *digits_n(char *d, long v, int width) {
+    for (int k = width - 1; k >= 0; k--) { d[k] = (char)('0' + v % 10); v /= 10; }
+    return d + width;
+}
+
+/* ".ffffff"[:fsp + 1] of `us` microseconds at d (nothing when fsp is 0); the end. */
+static inline char *fraction_text(char *d, long us, int fsp) {
+    if (!fsp) return d;
+    char f[6];
+    digits_n(f, us, 6);
+    *d++ = '.';
+    memcpy(d, f, fsp);
+    return d + fsp;
+}
+
 static inline int put_uint(Buf *o, uint64_t v) {
     char t[24];
     int k = 24;

@@ -1,4 +1,4 @@
-/* UTF-8 bytes -> str, several times faster than PyUnicode_DecodeUTF8 on long mixed text.
+/* UTF-8 bytes -> str with vector code, for long text that is not all ASCII.
  *
  * Why: text columns of real tables mix ASCII with accented letters, CJK and emoji, and
  * CPython decodes such text one character at a time with a branch per byte class; on a
@@ -277,7 +277,7 @@ AVX512_TARGET static Py_ssize_t utf8_convert_checked(const uint8_t *s, Py_ssize_
 /* 1 if the bytes are strict UTF-8 (as Python's decoder), 0 if not; long text only (short
    text: the caller's scalar check is as fast). Only with AVX-512 in use. Why not the
    converter's own checks: those run per character (16 lanes at a time), this runs per 64
-   bytes whatever the text, several times faster on text that is not ASCII. With `chars`
+   bytes whatever the text, which matters on text that is not ASCII. With `chars`
    set, also the number of characters (bytes that are not 10xxxxxx) and the widest lead, in
    the same read of the text (set only when valid). */
 AVX512_TARGET static inline __attribute__((always_inline)) int utf8_valid_512_scan(
@@ -562,7 +562,7 @@ PyObject *utf8_set_simd(PyObject *mod, PyObject *arg) {
    decoder) as a shift-based DFA: each state is a bit offset, and utf8_dfa[byte] holds the
    next state for every current state, so a byte costs one load and one shift with no branch.
    Text with an accent or emoji every few bytes then costs what ASCII does; a byte loop with
-   a branch per sequence was mispredicted on most of them. */
+   a branch per sequence is mispredicted on most of them. */
 enum { U_OK, U_ERR, U_T1, U_T2, U_T3, U_E0, U_ED, U_F0, U_F4, U_NSTATES };
 static uint64_t utf8_dfa[256];
 
@@ -756,7 +756,7 @@ int put_utf8_escaped(Buf *o, const unsigned char *s, Py_ssize_t n) {
         unsigned char c = s[i];  /* a control character, '"' or '\\' */
         ROOM(6);
         *d++ = '\\';
-        /* a table, not a switch: the switch's indirect jump was mispredicted on each '"' */
+        /* a table, not a switch: a switch's indirect jump is mispredicted on each '"' */
         char e = SHORT_ESCAPE[c];
         if (e) *d++ = e;
         else { *d++ = 'u'; *d++ = '0'; *d++ = '0'; *d++ = HEX[c >> 4]; *d++ = HEX[c & 15]; }

@@ -1,4 +1,4 @@
-"""Issue 6's benchmark harness: binlake vs python-mysql-replication vs mariadb-binlog.
+"""The benchmark harness: binlake vs python-mysql-replication vs mariadb-binlog.
 
 Measures only; it never changes how binlake decodes.  The `bench` click command lives in
 `binlake.bench.cli` (register it with ``main.add_command(bench)``); `run_benchmark` is the

@@ -6,7 +6,6 @@ pass, and the raw transfer must deliver every byte of every workload file.
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import pstats
@@ -26,6 +25,7 @@ import click
 from .. import __version__
 from ..devtools.devserver import DevServer, ExternalServer, find_binary
 from . import report
+from .common import write_json
 from .runners import (
     ALL_RUNNERS, DEFAULT_TOOLS, PER_TABLE_TOOLS, BenchContext, BenchError, Measurement,
     RawTransfer, Runner, count_mariadb_binlog_rows, run_process,
@@ -256,8 +256,7 @@ def _precompile(echo: Echo) -> None:
     A cached file is rewritten whenever the importer would refuse it, which compileall
     alone does not see: it compares the source's modification second, the importer also
     its size, so a file changed within the second its bytecode was written (a git
-    checkout) was compiled again by every run (binlake's events and TABLE_MAP modules:
-    ~15 ms of each)."""
+    checkout) would be compiled again by every timed run."""
     import compileall
     import importlib.util
 
@@ -535,5 +534,5 @@ def bench(ctx: click.Context, scale: int, repeat: int, url: str | None, json_pat
                    f"trigger): {e2e['rows']:,} commits at {e2e['rate']:g}/s: p50 {e2e['p50_s']} s, "
                    f"p90 {e2e['p90_s']} s, p99 {e2e['p99_s']} s, max {e2e['max_s']} s")
     if json_path:
-        Path(json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(json_path, doc)
         click.echo(f"wrote {json_path}")

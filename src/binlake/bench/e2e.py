@@ -8,7 +8,7 @@ sighting noted. Lag = seen - committed, so it includes the trigger interval, rea
 binlog range, the apply (MERGE into Delta) and delta-rs seeing the commit.
 
 Steady state, measured: the sync starts with a snapshot of a one-row table (which creates the
-Delta table: Delta's first use in the JVM costs ~15 s once) and the writer starts only once
+Delta table: Delta's first use in a JVM costs seconds, once) and the writer starts only once
 the stream runs, so no row waits for start-up. Rows are never missed: those committed before
 the stream's start position are in the snapshot.
 """

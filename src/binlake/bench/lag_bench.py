@@ -41,11 +41,9 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from bisect import bisect_left
@@ -53,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .common import (last_json_line, load_avg, proc_stat_fields, proc_status_kb, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, Workload, load
 
 DEFAULT_RATES = (500, 1000, 2000, 5000)
@@ -555,22 +555,11 @@ def _children_map() -> dict[int, list[int]]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(proc_stat_fields(entry)[1])
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
         kids.setdefault(ppid, []).append(int(entry))
     return kids
-
-
-def _status_kb(pid: int, key: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def _comm(pid: int) -> str:
@@ -599,8 +588,8 @@ class PeakRss:
             todo += kids.get(pid, [])
         total = 0
         for pid in tree:
-            hwm = (_status_kb(pid, "VmHWM") or 0) / 1024
-            total += _status_kb(pid, "VmRSS") or 0
+            hwm = (proc_status_kb(pid, "VmHWM") or 0) / 1024
+            total += proc_status_kb(pid, "VmRSS") or 0
             if pid == root:
                 self.driver_mb = max(self.driver_mb, hwm)
             elif _comm(pid) == "java":
@@ -677,9 +666,9 @@ class SyncProcess:
 
     def report(self) -> dict[str, Any]:
         """The JSON line `binlake sync` prints at its end."""
-        for line in reversed(self.out_path.read_text().splitlines()):
-            if line.startswith("{"):
-                return dict(json.loads(line))
+        line = last_json_line(self.out_path.read_text())
+        if line is not None:
+            return line
         raise LagBenchError(f"binlake sync printed no report: {self.tail()}")
 
 
@@ -703,10 +692,6 @@ class LagConfig:
     keep: bool = False
 
 
-def _load_avg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def _binlog_bytes(server: Any) -> int:
     return sum(int(r[1]) for r in server.sql("SHOW BINARY LOGS", database=None))
 
@@ -720,7 +705,7 @@ def _setup(server: Any, cfg: LagConfig, echo: Echo) -> dict[str, Any]:
 
 def _compare(server: Any, warehouse: Path, master: str) -> dict[str, Any]:
     from ..spark.session import build_session
-    from .sync_bench import compare_tables
+    from .common import compare_tables
 
     spark = build_session("binlake-lag-bench-compare", master=master)
     try:
@@ -733,7 +718,7 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
            seconds: float, drain_timeout: float, echo: Echo, lead: float = 0.0) -> dict[str, Any]:
     """One rate: written for `lead + seconds`, timed over the last `seconds` only (the lead
     is the warm-up: the timed part starts with the sync already in step with the rate)."""
-    load0 = _load_avg()
+    load0 = load_avg(2)
     wrote, lead_txs = split_lead(write_for(writer, rate, lead + seconds), lead)
     txs = wrote["txs"]
     t_first = txs[0][1] if txs else time.time()
@@ -769,7 +754,7 @@ def _phase(writer: Writer, batches: BatchWatcher, sync: SyncProcess, rate: int,
         # the batch time this rate settles at (None: it does not settle)
         "steady_batch_s": (_r(model[0] / (1 - rate_w / model[1]))
                            if model and rate_w < model[1] else None),
-        "load_avg": {"start": load0, "end": _load_avg()},
+        "load_avg": {"start": load0, "end": load_avg(2)},
     }
     if lead > 0:
         lead_lags = [x for x in lags_of(lead_txs, batches.visible()) if x is not None]
@@ -789,12 +774,8 @@ def _r(v: float | None) -> float | None:
 
 
 def run_lag(cfg: LagConfig, echo: Echo = print) -> dict[str, Any]:
-    from ..devtools.devserver import DevServer
-
-    work = Path(cfg.workdir or tempfile.mkdtemp(prefix="binlake-lagbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    server = DevServer(work / "server", extra_options={
-        "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
+    work = work_dir(cfg.workdir, "binlake-lagbench-")
+    server = start_server(work)
     doc: dict[str, Any] = {"config": _config_json(cfg), "mode": "backlog" if cfg.backlog else "lag"}
     sync: SyncProcess | None = None
     try:
@@ -845,9 +826,7 @@ def run_lag(cfg: LagConfig, echo: Echo = print) -> dict[str, Any]:
     finally:
         if sync is not None and sync.proc.poll() is None:
             sync.proc.kill()
-        server.stop()
-        if not cfg.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, cfg.keep)
 
 
 def _backlog(server: Any, cfg: LagConfig, wh: Path, work: Path, echo: Echo) -> dict[str, Any]:
@@ -868,7 +847,7 @@ def _backlog(server: Any, cfg: LagConfig, wh: Path, work: Path, echo: Echo) -> d
     out["binlog_bytes"] = _binlog_bytes(server) - before
     echo(f"backlog: {out['write']['changes']:,} changes, {out['binlog_bytes'] / 1e6:,.1f} MB "
          f"binlog in {out['write']['seconds']} s; catching up: binlake sync --once")
-    load0 = _load_avg()
+    load0 = load_avg(2)
     catch = SyncProcess(server.url, wh, work / "catchup", once=True, master=cfg.master,
                         trigger=cfg.trigger, extra=cfg.sync_args)
     status = catch.wait(6 * 3600)
@@ -883,14 +862,14 @@ def _backlog(server: Any, cfg: LagConfig, wh: Path, work: Path, echo: Echo) -> d
     out.update({"catch_up_s": round(secs, 1), "batches": rep.get("batches"),
                 "records": rep.get("rows"), "changes_per_s": round(n / secs),
                 "peak_rss_mb": catch.rss.to_json(),
-                "load_avg": {"start": load0, "end": _load_avg()}})
+                "load_avg": {"start": load0, "end": load_avg(2)}})
     echo(f"backlog: {format_backlog(out)}")
     return out
 
 
 def _config_json(cfg: LagConfig) -> dict[str, Any]:
     d = {k: (str(v) if isinstance(v, Path) else v) for k, v in cfg.__dict__.items()}
-    d["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    d["date"] = utc_stamp()
     d["cpus"] = os.cpu_count()
     return d
 
@@ -987,7 +966,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_summary(doc))
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json_path, doc)
     return 0 if doc.get("equal", True) else 1
 
 

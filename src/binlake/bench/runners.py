@@ -9,7 +9,6 @@ workload's.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -26,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..devtools.devserver import find_binary
+from .common import last_json_line, proc_cpu_s, proc_status_kb
 from .workload import SCHEMA, TABLES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -102,23 +102,12 @@ def _server_cpu(pid: int | None) -> float | None:
     if pid is None:
         return None
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return proc_cpu_s(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 GNU_TIME = "/usr/bin/time"
-
-
-def _vm_hwm_kb(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = None,
@@ -158,7 +147,7 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
             deadline = time.monotonic() + timeout
             while not exited.wait(0.02):
                 if not use_time:
-                    hwm[0] = max(hwm[0], _vm_hwm_kb(proc.pid) or 0)
+                    hwm[0] = max(hwm[0], proc_status_kb(proc.pid, "VmHWM") or 0)
                 if time.monotonic() >= deadline:
                     with lock:
                         if not exited.is_set():
@@ -196,10 +185,9 @@ def run_process(cmd: list[str], *, timeout: float, env: dict[str, str] | None = 
 
 
 def _last_json_line(text: str) -> dict[str, Any]:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
+    line = last_json_line(text)
+    if line is not None:
+        return line
     raise BenchError(f"no JSON stats line in the tool's output: {text[-500:]!r}")
 
 

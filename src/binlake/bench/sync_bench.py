@@ -33,156 +33,36 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .common import (columns, compare_tables, driver_peak_rss_mb, jar_conf, jdbc_jar,
+                     jdbc_source, jvm_peak_rss_mb, jvm_pid, load_avg, rss_mb, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, TABLES, Workload, load
-
-JDBC_VERSION = "3.5.1"
-JDBC_COORDINATE = f"org.mariadb.jdbc:mariadb-java-client:{JDBC_VERSION}"
-
-
-def jdbc_jar() -> Path | None:
-    """MariaDB Connector/J in the jar cache (scripts/spark-jars.sh puts it there)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    jar = cache / "binlake" / "jars" / "jdbc" / f"mariadb-java-client-{JDBC_VERSION}.jar"
-    return jar if jar.exists() else None
-
-
-def _jvm_peak_rss_mb(spark: Any) -> float | None:
-    try:
-        pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except Exception:  # noqa: BLE001 - reported as unknown
-        return None
-    return None
-
-
-def _driver_peak_rss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def _rss_mb(pid: int | str = "self") -> float | None:
-    """A process's resident memory now (VmRSS), MB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
-def _jvm_pid(spark: Any) -> int | None:
-    try:
-        return int(spark._jvm.java.lang.ProcessHandle.current().pid())
-    except Exception:  # noqa: BLE001 - reported as unknown
-        return None
 
 
 def batch_recorder(spark: Any, into: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None]:
     """A `run_sync` progress callback: each applied batch's changes, seconds and read, with
     the driver's and the JVM's resident memory right after it (RSS now, and the driver's peak
     so far)."""
-    jvm = _jvm_pid(spark)
+    jvm = jvm_pid(spark)
 
     def record(info: dict[str, Any]) -> None:
         into.append({"batch": info.get("batch"), "changes": info.get("rows"),
                      "apply_s": info.get("apply_s"), "read_by": info.get("read_by"),
                      "driver_read_s": info.get("driver_read_s"),
-                     "driver_rss_mb": _rss_mb(), "driver_peak_mb": _driver_peak_rss_mb(),
-                     "jvm_rss_mb": _rss_mb(jvm) if jvm else None,
-                     "load_avg": round(os.getloadavg()[0], 1)})
+                     "driver_rss_mb": rss_mb(), "driver_peak_mb": driver_peak_rss_mb(),
+                     "jvm_rss_mb": rss_mb(jvm) if jvm else None,
+                     "load_avg": load_avg()[0]})
 
     return record
-
-
-def _columns(server: Any, table: str) -> list[str]:
-    rows = server.sql("SELECT column_name FROM information_schema.columns WHERE table_schema = "
-                      f"'{SCHEMA}' AND table_name = '{table}' ORDER BY ordinal_position",
-                      database=None)
-    return [r[0] for r in rows]
-
-
-def _types(server: Any, table: str) -> list[tuple[str, int]]:
-    rows = server.sql("SELECT data_type, COALESCE(datetime_precision, 0) FROM "
-                      f"information_schema.columns WHERE table_schema = '{SCHEMA}' AND "
-                      f"table_name = '{table}' ORDER BY ordinal_position", database=None)
-    return [(str(r[0]).lower(), int(r[1])) for r in rows]
-
-
-def _time_text(v: Any, scale: int) -> str:
-    us = v.days * 86_400_000_000 + v.seconds * 1_000_000 + v.microseconds
-    sign, us = ("-", -us) if us < 0 else ("", us)
-    h, rest = divmod(us, 3_600_000_000)
-    m, rest = divmod(rest, 60_000_000)
-    sec, frac = divmod(rest, 1_000_000)
-    return f"{sign}{h:02d}:{m:02d}:{sec:02d}" + (f".{frac:06d}"[:scale + 1] if scale else "")
-
-
-def _normalizer(kind: str, scale: int) -> Callable[[Any], Any]:
-    """One form for a value read through PyMySQL and through Spark where the two differ only
-    in representation (BIT as bytes or int, FLOAT's printed digits, TIME as timedelta or text,
-    wide integers and DECIMAL(65) as Decimal, int or text)."""
-    from ..spark.compare import comparable
-
-    def norm(v: Any) -> Any:
-        if v is None:
-            return None
-        if kind == "bit":
-            return ("i", int.from_bytes(v, "big") if isinstance(v, (bytes, bytearray)) else int(v))
-        if kind == "float":
-            return ("f", f"{float(v):.6g}")
-        if kind == "time":
-            return ("s", v if isinstance(v, str) else _time_text(v, scale))
-        if kind in ("bigint", "decimal"):
-            return ("n", str(v))
-        return comparable(v)
-
-    return norm
-
-
-def compare_tables(spark: Any, server: Any, warehouse: Path) -> dict[str, Any]:
-    """Every Delta table against its MariaDB table, row by row by primary key (values made
-    comparable); a mismatch names the first differing row's columns."""
-    out: dict[str, Any] = {}
-    for table in TABLES:
-        names = _columns(server, table)
-        norms = [_normalizer(k, sc) for k, sc in _types(server, table)]
-        conn = server.connect(database=SCHEMA)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"SELECT * FROM `{table}`")
-                want = {r[0]: tuple(f(v) for f, v in zip(norms, r)) for r in cur.fetchall()}
-        finally:
-            conn.close()
-        df = spark.read.format("delta").load(str(warehouse / SCHEMA / table))
-        got: dict[Any, tuple[Any, ...]] = {}
-        dup = 0
-        for r in df.select(*names).toLocalIterator():
-            dup += r[0] in got
-            got[r[0]] = tuple(f(v) for f, v in zip(norms, r))
-        bad = [k for k in want.keys() | got.keys() if want.get(k) != got.get(k)]
-        entry: dict[str, Any] = {"rows": len(want), "equal": not bad and not dup,
-                                 "differing": len(bad), "duplicate_keys": dup}
-        if bad:
-            k = min(bad)
-            w, g = want.get(k), got.get(k)
-            entry["first"] = {"id": k, "columns": {
-                n: [str(a), str(b)] for n, a, b in zip(names, w or [None] * len(names),
-                                                        g or [None] * len(names)) if a != b}}
-        out[table] = entry
-    return out
 
 
 def second_round(server: Any, per_tx: int = 400) -> dict[str, int]:
@@ -196,7 +76,7 @@ def second_round(server: Any, per_tx: int = 400) -> dict[str, int]:
         with conn.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
             for table in TABLES:
-                cols = [c for c in _columns(server, table) if c != "id"]
+                cols = [c for c in columns(server, table) if c != "id"]
                 cur.execute(f"SELECT MIN(id), MAX(id) FROM `{table}`")
                 lo, hi = cur.fetchone()
                 n = 0
@@ -241,10 +121,7 @@ def jdbc_floor(spark: Any, server: Any, out: Path,
                bounds: dict[str, tuple[int, int]] | None = None) -> float:
     """spark.read.jdbc (4 partitions on id) -> Delta of every bench table; seconds.
     `server` needs `port`, `user` and `password` (and `sql` when `bounds` is not given)."""
-    # the mysql scheme makes Spark quote names with backticks (its MySQL dialect)
-    url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
-    props = {"user": server.user, "password": server.password, "driver": "org.mariadb.jdbc.Driver",
-             "fetchsize": "10000"}
+    url, props = jdbc_source(server)
     bounds = bounds or _bounds(server)
     t0 = time.perf_counter()
     for table in TABLES:
@@ -263,7 +140,7 @@ def source_arrow(spark: Any, server: Any, warehouse: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for table in TABLES:
         df = spark.read.format("delta").load(str(warehouse / SCHEMA / table))
-        arrow = df.select(*_columns(server, table)).toArrow()
+        arrow = df.select(*columns(server, table)).toArrow()
         with pa.OSFile(str(out / f"{table}.arrow"), "wb") as f, \
                 pa.ipc.new_file(f, arrow.schema) as w:
             w.write_table(arrow)
@@ -411,18 +288,14 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
     late keeps what it measured). `write=False` skips the Arrow write floor (and the warm
     and cold runs that compare with it): it collects and re-sends whole tables through the
     driver's JVM heap, which at 1M rows does not fit the default 1 GiB."""
-    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
 
-    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-syncbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    server = DevServer(work / "server", extra_options={
-        "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
+    work = work_dir(workdir, "binlake-syncbench-")
+    server = start_server(work)
     doc: dict[str, Any] = {"config": {"scale": scale, "seed": seed, "master": master,
                                       "max_bytes_per_trigger": max_bytes_per_trigger,
-                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                      "load_avg": [round(x, 1) for x in os.getloadavg()]}}
+                                      "date": utc_stamp(), "load_avg": load_avg()}}
     saved = save or (lambda d: None)
     try:
         echo(f"loading the workload ({scale:,} row changes)")
@@ -431,8 +304,7 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         conf: dict[str, str] = {}
         jar = jdbc_jar()
         if jar:
-            conf = {"spark.driver.extraClassPath": str(jar),
-                    "spark.executor.extraClassPath": str(jar)}
+            conf = jar_conf(jar)
         if event_log:
             event_log.mkdir(parents=True, exist_ok=True)
             conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(event_log)})
@@ -496,9 +368,9 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             snap["cold"] = cold_doc
             echo(f"snapshot, cold: {cold_doc}")
         snap["check"] = compare_tables(spark, server, wh)
-        snap["load_avg"] = [round(x, 1) for x in os.getloadavg()]
-        snap["peak_rss_mb"] = {"driver_python": _driver_peak_rss_mb(),
-                               "jvm": _jvm_peak_rss_mb(spark)}
+        snap["load_avg"] = load_avg()
+        snap["peak_rss_mb"] = {"driver_python": driver_peak_rss_mb(),
+                               "jvm": jvm_peak_rss_mb(spark)}
         doc["snapshot"] = snap
         echo(f"snapshot: {snap}")
         saved(doc)
@@ -517,9 +389,9 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
             record(info)
             echo(f"catch-up batch: {per_batch[-1]}")
 
-        load0 = [round(x, 1) for x in os.getloadavg()]
+        load0 = load_avg()
         catch_s, rep = _timed(lambda: run_sync(opts, spark, on_progress=progress))
-        load1 = [round(x, 1) for x in os.getloadavg()]
+        load1 = load_avg()
         doc["catch_up"] = {"seconds": round(catch_s, 2), "per_batch": per_batch}
         saved(doc)
         echo("catch-up floors: plain append, bare MERGE")
@@ -537,14 +409,12 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         catch["check"] = compare_tables(spark, server, wh)
         doc["catch_up"] = catch
         echo(f"catch-up: {catch}")
-        doc["peak_rss_mb"] = {"driver_python": _driver_peak_rss_mb(), "jvm": _jvm_peak_rss_mb(spark)}
+        doc["peak_rss_mb"] = {"driver_python": driver_peak_rss_mb(), "jvm": jvm_peak_rss_mb(spark)}
         doc["equal"] = all(v["equal"] for ph in ("snapshot", "catch_up")
                            for v in doc[ph]["check"].values())
         return doc
     finally:
-        server.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, keep)
 
 
 STARTUP_SCHEMA = "binlake_start"
@@ -654,13 +524,10 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
     """Fixed costs of `binlake sync`, each a fresh `binlake sync --once` process on one small
     table: the first run (snapshot), a handful of pending changes, a batch with one ALTER;
     then (`warm`) one ALTER and an insert in a long-running sync (`warm_alter`)."""
-    from ..devtools.devserver import DevServer
-
-    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-startbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    server = DevServer(work / "server").start()
+    work = work_dir(workdir, "binlake-startbench-")
+    server = start_server(work, options=None)
     doc: dict[str, Any] = {"config": {"mode": "startup", "rows": rows, "master": master,
-                                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
+                                      "date": utc_stamp()}}
     s = STARTUP_SCHEMA
     try:
         server.sql(f"CREATE DATABASE {s}",
@@ -694,9 +561,7 @@ def run_startup(rows: int = 1000, workdir: Path | None = None,
         doc.update(runs=runs, equal=[tuple(r) for r in want] == got)
         return doc
     finally:
-        server.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, keep)
 
 
 def format_startup(doc: dict[str, Any]) -> str:
@@ -791,14 +656,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         def save(d: dict[str, Any]) -> None:
             if args.json_path:
-                Path(args.json_path).write_text(json.dumps(d, indent=2, default=str) + "\n")
+                write_json(args.json_path, d)
 
         doc = run(args.scale, args.seed, workdir, echo=echo, keep=args.keep,
                   event_log=Path(args.event_log) if args.event_log else None,
                   cold=not args.no_cold, write=not args.no_write_floor, save=save,
                   max_bytes_per_trigger=args.max_bytes_per_trigger)
     if args.json_path:  # first: a summary that fails to format loses nothing
-        Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json_path, doc)
     print(format_startup(doc) if args.startup else format_summary(doc))
     return 0 if doc["equal"] else 1
 

@@ -40,16 +40,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..replica.url import ServerURL
-from .sync_bench import jdbc_jar
+from .common import (jar_conf, jdbc_jar, jdbc_source, load_avg, proc_cpu_s, start_server,
+                     stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, TABLES, Workload, load
 
 STATUS = ("Rows_read", "Rows_sent", "Innodb_data_read", "Innodb_buffer_pool_read_requests",
@@ -59,15 +58,9 @@ STATUS = ("Rows_read", "Rows_sent", "Innodb_data_read", "Innodb_buffer_pool_read
 CORES = os.cpu_count() or 1
 
 
-def _proc_cpu(pid: int) -> float:
-    """utime + stime of a local process, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def primary_load(server: Any) -> dict[str, float]:
     """mariadbd's CPU seconds so far and the server's read counters (SHOW GLOBAL STATUS)."""
-    out: dict[str, float] = {"cpu_s": _proc_cpu(int(server.pid_file.read_text().split()[0]))}
+    out: dict[str, float] = {"cpu_s": proc_cpu_s(int(server.pid_file.read_text().split()[0]))}
     names = ", ".join(f"'{n}'" for n in STATUS)
     for name, value in server.sql(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})",
                                   database=None):
@@ -97,7 +90,7 @@ class Meter:
 
     def _now(self) -> tuple[dict[str, float], float, float]:
         t = os.times()
-        return primary_load(self.server), _proc_cpu(self.jvm), t.user + t.system
+        return primary_load(self.server), proc_cpu_s(self.jvm), t.user + t.system
 
     def measure(self, fn: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
         p0, j0, d0 = self._now()
@@ -135,10 +128,7 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
     Delta table on the key, the differing rows counted. Returns differing rows per table."""
     from pyspark.sql import functions as F
 
-    url = f"jdbc:mysql://127.0.0.1:{server.port}/{SCHEMA}?permitMysqlScheme"
-    props = {"user": server.user, "password": server.password,
-             "driver": "org.mariadb.jdbc.Driver", "fetchsize": "10000",
-             "sessionInitStatement": "SET time_zone = '+00:00'"}
+    url, props = jdbc_source(server, sessionInitStatement="SET time_zone = '+00:00'")
     out: dict[str, int] = {}
     # CHAR and ENUM as read, not padded to their length
     spark.conf.set("spark.sql.legacy.charVarcharAsString", "true")
@@ -265,7 +255,6 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         workdir: Path | None = None, echo: Callable[[str], None] = print, keep: bool = False,
         master: str = "local[2]", warmup: bool = True, reuse: bool = False,
         measures: tuple[str, ...] = MEASURES) -> dict[str, Any]:
-    from ..devtools.devserver import DevServer
     from ..spark.session import build_session
     from ..spark.sync import SyncOptions, run_sync
     from ..verify import verify
@@ -273,20 +262,16 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
     jar = jdbc_jar()
     if jar is None:
         raise SystemExit("no MariaDB Connector/J in the jar cache: run scripts/spark-jars.sh")
-    work = Path(workdir or tempfile.mkdtemp(prefix="binlake-verifybench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(workdir, "binlake-verifybench-")
     ready = _prepare(work, scale, seed, reuse)
-    server = DevServer(work / "server", extra_options={
-        "innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "0"}).start()
+    server = start_server(work)
     doc: dict[str, Any] = {"config": {
         "scale": scale, "seed": seed, "master": master, "cores": CORES,
         "chunk_size": chunk_size, "repeat": repeat, "warmup": warmup, "reused": ready,
-        "measures": list(measures), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_avg": list(os.getloadavg())}}
+        "measures": list(measures), "date": utc_stamp(), "load_avg": load_avg(None)}}
     wh = work / "wh"
     try:
-        spark = build_session("binlake-verify-bench", master=master, conf={
-            "spark.driver.extraClassPath": str(jar), "spark.executor.extraClassPath": str(jar)})
+        spark = build_session("binlake-verify-bench", master=master, conf=jar_conf(jar))
         if not ready:
             echo(f"loading the workload ({scale:,} row changes)")
             loaded = load(server, Workload(scale, seed))
@@ -316,7 +301,7 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
             doc["warmup_s"] = {n: meter.measure(steps[n])[0]["seconds"] for n in measures}
         runs = []
         for i in range(repeat):
-            entry: dict[str, Any] = {"load_avg": round(os.getloadavg()[0], 1)}
+            entry: dict[str, Any] = {"load_avg": load_avg()[0]}
             for name in measures if i % 2 == 0 else tuple(reversed(measures)):
                 echo(f"repeat {i + 1}: {name}")
                 got, result = meter.measure(steps[name])
@@ -336,12 +321,10 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         doc["x_full_median"] = doc["medians"].get("x_full")
         doc["equal"] = all(r["verify"]["equal"] for r in runs if "verify" in r) and all(
             n == 0 for r in runs if "full" in r for n in r["full"]["differing_rows"].values())
-        doc["load_avg_end"] = list(os.getloadavg())
+        doc["load_avg_end"] = load_avg(None)
         return doc
     finally:
-        server.stop()
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        stop_server(server, work, keep)
 
 
 def _verify_result(rep: Any) -> dict[str, Any]:
@@ -415,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
               warmup=args.warmup, reuse=args.reuse, measures=measures)
     print(format_summary(doc))
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(args.json_path, doc)
     return 0 if doc["equal"] else 1
 
 

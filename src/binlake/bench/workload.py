@@ -21,7 +21,7 @@ TABLES = ("narrow", "wide", "large")
 OPS = ("insert", "update", "delete")
 
 # Share of row changes per table.  With ~8 KB JSON + ~8 KB LONGTEXT per `large` row and FULL
-# row images this puts 1,000,000 changes at roughly 1.4 GB of binlog (the full run).
+# row images this puts 1,000,000 changes at roughly 1.4 GB of binlog (the full run's size).
 DEFAULT_MIX: dict[str, float] = {"narrow": 0.60, "wide": 0.355, "large": 0.045}
 
 # Rows per statement (inclusive range).  `large` statements stay below ~2 MB so a server with

@@ -271,7 +271,7 @@ def parse_text_row(payload: wire.Buffer, ncols: int) -> Row:
     append = out.append
     try:
         for _ in range(ncols):
-            first = buf[pos]
+            first = buf[pos]  # 1-byte lengths inline: measured faster than a call per value
             if first < 0xFB:
                 pos += 1
                 end = pos + first
@@ -330,7 +330,7 @@ def split_text_rows(buf: wire.Buffer, pos: int, ncols: int, max_rows: int,
         for c in range(ncols):
             if p >= end:
                 raise ProtocolError(f"row at offset {pos} has fewer than {ncols} values")
-            first = view[p]
+            first = view[p]  # 1-byte lengths inline: as in parse_text_row
             if first == 0xFB:
                 p += 1
                 valid[c].append(False)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from binlake._util.lenenc import read_lenenc
 from binlake.binlog.columns.json_binary import decode_json_binary
 from binlake.errors import DecodeError
 
@@ -49,24 +50,20 @@ class JsonDiff:
 
 # --- wire format -------------------------------------------------------------------------
 
+def _length_error(kind: str, pos: int, detail: int, left: int) -> DecodeError:
+    if kind == "prefix":
+        return DecodeError(f"JSON diff has an invalid length byte 0x{detail:02x}")
+    return DecodeError("JSON diff is truncated inside a length")
+
+
 def _packed_int(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """MySQL length-encoded integer (net_field_length), bounded by `end`."""
-    if pos >= end:
-        raise DecodeError("JSON diff is truncated inside a length")
-    first = buf[pos]
-    if first < 0xFB:
-        return first, pos + 1
-    if first == 0xFC:
-        width = 2
-    elif first == 0xFD:
-        width = 3
-    elif first == 0xFE:
-        width = 8
-    else:
-        raise DecodeError(f"JSON diff has an invalid length byte 0x{first:02x}")
-    if pos + 1 + width > end:
-        raise DecodeError("JSON diff is truncated inside a length")
-    return int.from_bytes(buf[pos + 1:pos + 1 + width], "little"), pos + 1 + width
+    """MySQL length-encoded integer (net_field_length), bounded by `end`; the NULL marker
+    (0xFB) is invalid here."""
+    value, after = read_lenenc(buf if end == len(buf) else memoryview(buf)[:end], pos,
+                               _length_error)
+    if value is None:
+        raise DecodeError("JSON diff has an invalid length byte 0xfb")
+    return value, after
 
 
 def parse_json_diffs(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[list[JsonDiff], int]:
