@@ -153,3 +153,15 @@ def test_escapes_and_numbers_keep_their_text() -> None:
         "_k0": "😀é\n\"", "_seq": None, "_ts": None, "_kind": "upsert", "_full": True,
         "_c0": "😀é\n\"", "_p0": True, "_c1": "-1.50e+3", "_p1": True, "_c2": "true",
         "_p2": True, "_c3": "nan", "_p3": True}
+
+
+def test_folds_in_threads_at_once_alike() -> None:
+    """The C fold runs without the GIL (a driver applies tables in threads): four folds of
+    one batch at the same time each give the single fold's result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch, keys, cols = _batch(random.Random(7), 1, 4, 4000)
+    want = net.net_scd1(batch, keys, cols)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: net.net_scd1(batch, keys, cols), range(8)))
+    assert all(g.table.equals(want.table) and g.deletes == want.deletes for g in got)

@@ -15,7 +15,8 @@
  * The images are the JSON objects binlake writes: flat, scalar values. A value is kept as a
  * pointer into the image (or, when it had escapes, into an arena of unescaped copies), so
  * nothing is copied until the output columns are written. Output: Arrow buffers per column
- * (validity, int32 offsets, data) that net.py wraps with pa.Array.from_buffers. */
+ * (validity, int32 offsets, data) that net.py wraps with pa.Array.from_buffers. The fold
+ * itself runs without the GIL (raw allocators, errors noted in the Fold and raised after). */
 #include "fold.h"
 
 typedef struct { const char *p; Py_ssize_t len; uint8_t tag; } Val;  /* tag: 0 NULL or
@@ -52,10 +53,18 @@ typedef struct {
     Val *vals; uint8_t *pres;     /* nst x nc */
     uint32_t *slots; Py_ssize_t nslots;          /* state index + 1, 0 empty */
     Py_ssize_t rec;               /* the record being folded (error messages) */
+    int nomem;                    /* the fold ran out of memory */
+    char err[160];                /* else why it stopped (raised once the GIL is back) */
 } Fold;
 
+/* The fold runs without the GIL: errors are noted here and raised by fold_scd1. */
 static int fold_error(Fold *f, const char *what) {
-    PyErr_Format(PyExc_ValueError, "change record %zd: %s", f->rec, what);
+    if (!f->err[0]) PyOS_snprintf(f->err, sizeof f->err, "change record %zd: %s", f->rec, what);
+    return -1;
+}
+
+static int no_memory(Fold *f) {
+    f->nomem = 1;
     return -1;
 }
 
@@ -63,8 +72,8 @@ static char *arena_alloc(Fold *f, Py_ssize_t n) {
     Block *b = f->arena;
     if (b == NULL || b->cap - b->used < n) {
         Py_ssize_t cap = n > (1 << 20) ? n : (1 << 20);
-        Block *nb = PyMem_Malloc(sizeof(Block) + (size_t)cap);
-        if (nb == NULL) { PyErr_NoMemory(); return NULL; }
+        Block *nb = PyMem_RawMalloc(sizeof(Block) + (size_t)cap);
+        if (nb == NULL) { no_memory(f); return NULL; }
         nb->next = b; nb->used = 0; nb->cap = cap;
         f->arena = b = nb;
     }
@@ -308,8 +317,8 @@ static int encode_key(Fold *f, const Val *const *from, Py_ssize_t *len) {
     Py_ssize_t need = 0;
     for (Py_ssize_t j = 0; j < f->nk; j++) need += 5 + (from[j]->tag ? from[j]->len : 0);
     if (need > f->scratch_cap) {
-        char *s = PyMem_Realloc(f->scratch, (size_t)need);
-        if (s == NULL) { PyErr_NoMemory(); return -1; }
+        char *s = PyMem_RawRealloc(f->scratch, (size_t)need);
+        if (s == NULL) { no_memory(f); return -1; }
         f->scratch = s; f->scratch_cap = need;
     }
     char *w = f->scratch;
@@ -334,14 +343,14 @@ static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
 
 static int grow_slots(Fold *f) {
     Py_ssize_t n = f->nslots ? f->nslots * 2 : 1024;
-    uint32_t *s = PyMem_Calloc((size_t)n, sizeof(uint32_t));
-    if (s == NULL) { PyErr_NoMemory(); return -1; }
+    uint32_t *s = PyMem_RawCalloc((size_t)n, sizeof(uint32_t));
+    if (s == NULL) { no_memory(f); return -1; }
     for (Py_ssize_t i = 0; i < f->nst; i++) {
         Py_ssize_t at = (Py_ssize_t)(f->st[i].hash & (uint64_t)(n - 1));
         while (s[at]) at = (at + 1) & (n - 1);
         s[at] = (uint32_t)(i + 1);
     }
-    PyMem_Free(f->slots);
+    PyMem_RawFree(f->slots);
     f->slots = s; f->nslots = n;
     return 0;
 }
@@ -362,23 +371,23 @@ static Py_ssize_t state_of(Fold *f, Py_ssize_t len, int *created) {
     }
     if (f->nst >= f->st_cap) {
         Py_ssize_t cap = f->st_cap ? f->st_cap * 2 : 1024;
-        if (cap >= (Py_ssize_t)UINT32_MAX) { PyErr_NoMemory(); return -1; }
-        State *st = PyMem_Realloc(f->st, (size_t)cap * sizeof(State));
-        if (st == NULL) { PyErr_NoMemory(); return -1; }
+        if (cap >= (Py_ssize_t)UINT32_MAX) { no_memory(f); return -1; }
+        State *st = PyMem_RawRealloc(f->st, (size_t)cap * sizeof(State));
+        if (st == NULL) { no_memory(f); return -1; }
         f->st = st;
-        Val *vals = PyMem_Realloc(f->vals, (size_t)(cap * (f->nc ? f->nc : 1)) * sizeof(Val));
-        if (vals == NULL) { PyErr_NoMemory(); return -1; }
+        Val *vals = PyMem_RawRealloc(f->vals, (size_t)(cap * (f->nc ? f->nc : 1)) * sizeof(Val));
+        if (vals == NULL) { no_memory(f); return -1; }
         f->vals = vals;
-        uint8_t *pres = PyMem_Realloc(f->pres, (size_t)(cap * (f->nc ? f->nc : 1)));
-        if (pres == NULL) { PyErr_NoMemory(); return -1; }
+        uint8_t *pres = PyMem_RawRealloc(f->pres, (size_t)(cap * (f->nc ? f->nc : 1)));
+        if (pres == NULL) { no_memory(f); return -1; }
         f->pres = pres;
         f->st_cap = cap;
     }
     if (f->keys_len + len > f->keys_cap) {
         Py_ssize_t cap = f->keys_cap ? f->keys_cap * 2 : (1 << 16);
         while (cap < f->keys_len + len) cap *= 2;
-        char *k = PyMem_Realloc(f->keys, (size_t)cap);
-        if (k == NULL) { PyErr_NoMemory(); return -1; }
+        char *k = PyMem_RawRealloc(f->keys, (size_t)cap);
+        if (k == NULL) { no_memory(f); return -1; }
         f->keys = k; f->keys_cap = cap;
     }
     Py_ssize_t i = f->nst++;
@@ -592,15 +601,15 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
                         Arr *before, Arr *after, const int64_t *cut, State *min_seq,
                         int *have_min) {
     Py_ssize_t nn = f->nn, nc = f->nc, nk = f->nk;
-    Val *bv = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(Val));
-    Val *av = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(Val));
-    uint8_t *bs = PyMem_Calloc((size_t)(nn ? nn : 1), 1), *as = PyMem_Calloc((size_t)(nn ? nn : 1), 1);
-    const Val **kv = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(Val *));
-    Val *mix = PyMem_Calloc((size_t)(nk ? nk : 1), sizeof(Val));
+    Val *bv = PyMem_RawCalloc((size_t)(nn ? nn : 1), sizeof(Val));
+    Val *av = PyMem_RawCalloc((size_t)(nn ? nn : 1), sizeof(Val));
+    uint8_t *bs = PyMem_RawCalloc((size_t)(nn ? nn : 1), 1), *as = PyMem_RawCalloc((size_t)(nn ? nn : 1), 1);
+    const Val **kv = PyMem_RawCalloc((size_t)(nk ? nk : 1), sizeof(Val *));
+    Val *mix = PyMem_RawCalloc((size_t)(nk ? nk : 1), sizeof(Val));
     static const Val null_val = {NULL, 0, 0};
     int rc = -1, have_last = 0;
     State last = {0}, cur = {0};
-    if (!bv || !av || !bs || !as || !kv || !mix) { PyErr_NoMemory(); goto done; }
+    if (!bv || !av || !bs || !as || !kv || !mix) { no_memory(f); goto done; }
     const int32_t *fi = (const int32_t *)sq[0]->data, *in = (const int32_t *)sq[2]->data;
     const int32_t *ro = (const int32_t *)sq[3]->data;
     const int64_t *po = (const int64_t *)sq[1]->data, *ts = (const int64_t *)tsa->data;
@@ -653,19 +662,19 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
                 kv[j] = &mix[j];
             }
             /* the new key after the old one in scratch: compare, then encode it alone */
-            char *old = PyMem_Malloc((size_t)(oldlen ? oldlen : 1));
-            if (old == NULL) { PyErr_NoMemory(); goto done; }
+            char *old = PyMem_RawMalloc((size_t)(oldlen ? oldlen : 1));
+            if (old == NULL) { no_memory(f); goto done; }
             memcpy(old, f->scratch, (size_t)oldlen);
-            if (encode_key(f, kv, &newlen) < 0) { PyMem_Free(old); goto done; }
+            if (encode_key(f, kv, &newlen) < 0) { PyMem_RawFree(old); goto done; }
             int moved = oldlen != newlen || memcmp(old, f->scratch, (size_t)newlen) != 0;
             if (moved) {
                 /* delete the old key ... */
-                char *nkey = PyMem_Malloc((size_t)(newlen ? newlen : 1));
-                if (nkey == NULL) { PyMem_Free(old); PyErr_NoMemory(); goto done; }
+                char *nkey = PyMem_RawMalloc((size_t)(newlen ? newlen : 1));
+                if (nkey == NULL) { PyMem_RawFree(old); no_memory(f); goto done; }
                 memcpy(nkey, f->scratch, (size_t)newlen);
                 memcpy(f->scratch, old, (size_t)oldlen);  /* scratch holds >= oldlen bytes */
                 k = state_of(f, oldlen, &created);
-                if (k < 0) { PyMem_Free(old); PyMem_Free(nkey); goto done; }
+                if (k < 0) { PyMem_RawFree(old); PyMem_RawFree(nkey); goto done; }
                 set_state(f, k, &cur, 1, 1);
                 for (Py_ssize_t c = 0; c < nc; c++) {
                     f->vals[k * nc + c] = null_val;
@@ -673,13 +682,13 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
                 }
                 /* ... and upsert the new one with a full row */
                 if (newlen > f->scratch_cap) {
-                    char *s = PyMem_Realloc(f->scratch, (size_t)newlen);
-                    if (s == NULL) { PyMem_Free(old); PyMem_Free(nkey); PyErr_NoMemory(); goto done; }
+                    char *s = PyMem_RawRealloc(f->scratch, (size_t)newlen);
+                    if (s == NULL) { PyMem_RawFree(old); PyMem_RawFree(nkey); no_memory(f); goto done; }
                     f->scratch = s; f->scratch_cap = newlen;
                 }
                 memcpy(f->scratch, nkey, (size_t)newlen);
-                PyMem_Free(nkey);
-                PyMem_Free(old);
+                PyMem_RawFree(nkey);
+                PyMem_RawFree(old);
                 k = state_of(f, newlen, &created);
                 if (k < 0) goto done;
                 set_state(f, k, &cur, 0, 1);
@@ -689,7 +698,7 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
                 }
                 continue;
             }
-            PyMem_Free(old);
+            PyMem_RawFree(old);
             k = state_of(f, newlen, &created);
             if (k < 0) goto done;
             if (created) {
@@ -711,8 +720,8 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
     }
     rc = 0;
 done:
-    PyMem_Free(bv); PyMem_Free(av); PyMem_Free(bs); PyMem_Free(as);
-    PyMem_Free(kv); PyMem_Free(mix);
+    PyMem_RawFree(bv); PyMem_RawFree(av); PyMem_RawFree(bs); PyMem_RawFree(as);
+    PyMem_RawFree(kv); PyMem_RawFree(mix);
     return rc;
 }
 
@@ -754,9 +763,9 @@ PyObject *fold_scd1(PyObject *mod, PyObject *args) {
     if (get_arr(at, &aa) < 0) goto done;
     f.nc = PyTuple_GET_SIZE(cols);
     f.nk = PyTuple_GET_SIZE(keys);
-    f.name = PyMem_Calloc((size_t)(f.nc + f.nk + 1), sizeof(char *));
-    f.name_len = PyMem_Calloc((size_t)(f.nc + f.nk + 1), sizeof(Py_ssize_t));
-    f.key_idx = PyMem_Calloc((size_t)(f.nk + 1), sizeof(Py_ssize_t));
+    f.name = PyMem_RawCalloc((size_t)(f.nc + f.nk + 1), sizeof(char *));
+    f.name_len = PyMem_RawCalloc((size_t)(f.nc + f.nk + 1), sizeof(Py_ssize_t));
+    f.key_idx = PyMem_RawCalloc((size_t)(f.nk + 1), sizeof(Py_ssize_t));
     if (!f.name || !f.name_len || !f.key_idx) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t c = 0; c < f.nc; c++) {
         PyObject *b = PyTuple_GET_ITEM(cols, c);
@@ -774,9 +783,16 @@ PyObject *fold_scd1(PyObject *mod, PyObject *args) {
         }
         f.key_idx[j] = i;
     }
-    if (fold_records(&f, n, (const int8_t *)opsv.buf, sq, &tsa, &ba, &aa,
-                     have_cut ? cut : NULL, &min_seq, &have_min) < 0)
+    int rc;
+    Py_BEGIN_ALLOW_THREADS  /* the buffers are held; a driver applies tables in threads */
+    rc = fold_records(&f, n, (const int8_t *)opsv.buf, sq, &tsa, &ba, &aa,
+                      have_cut ? cut : NULL, &min_seq, &have_min);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        if (f.nomem) PyErr_NoMemory();
+        else PyErr_SetString(PyExc_ValueError, f.err[0] ? f.err : "fold: failed");
         goto done;
+    }
     result = build_result(&f, have_min ? &min_seq : NULL);
 done:
     for (int i = 0; i < 4 && i < got; i++) release_arr(&sa[i]);
@@ -784,9 +800,9 @@ done:
     if (got >= 6) release_arr(&ba);
     if (got >= 7) release_arr(&aa);
     PyBuffer_Release(&opsv);
-    while (f.arena) { Block *b = f.arena; f.arena = b->next; PyMem_Free(b); }
-    PyMem_Free(f.name); PyMem_Free(f.name_len); PyMem_Free(f.key_idx);
-    PyMem_Free(f.keys); PyMem_Free(f.scratch); PyMem_Free(f.st);
-    PyMem_Free(f.vals); PyMem_Free(f.pres); PyMem_Free(f.slots);
+    while (f.arena) { Block *b = f.arena; f.arena = b->next; PyMem_RawFree(b); }
+    PyMem_RawFree(f.name); PyMem_RawFree(f.name_len); PyMem_RawFree(f.key_idx);
+    PyMem_RawFree(f.keys); PyMem_RawFree(f.scratch); PyMem_RawFree(f.st);
+    PyMem_RawFree(f.vals); PyMem_RawFree(f.pres); PyMem_RawFree(f.slots);
     return result;
 }

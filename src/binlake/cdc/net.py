@@ -85,44 +85,63 @@ def _seqs(batch: pa.Table | pa.RecordBatch) -> list[tuple[int, int, int, int]]:
 
 
 def batch_stats(batch: pa.Table) -> list[BatchTable]:
-    """Per (schema, table) of a CDC batch: last TRUNCATE seq, updates/deletes present,
-    deletes present, rows, ddl, record count (statements not counted), newest time, first
-    statement-logged DML."""
-    ops = batch.column("op").to_pylist()
-    schemas = batch.column("schema").to_pylist()
-    tables = batch.column("table").to_pylist()
-    ts = batch.column("ts").to_pylist()
-    seqs = _seqs(batch)
+    """Per (schema, table) of a CDC batch, in the order the batch first names them: last
+    TRUNCATE seq, updates/deletes present, deletes present, rows, ddl, record count
+    (statements not counted), newest time, first statement-logged DML.
+
+    Counted per (schema, table, op) by one Arrow aggregation; only TRUNCATE and statement
+    records, which are few, are looked at one by one."""
+    ops = batch.column("op")
+    listed = pa.array([*ROW_OPS, "truncate", "ddl", "statement"])
+    keep = pc.indices_nonzero(pc.fill_null(pc.is_in(ops, value_set=listed), False))
+    if len(keep) == 0:
+        return []
+    sub = pa.table({"i": keep, "op": ops.take(keep), "schema": batch.column("schema").take(keep),
+                    "table": batch.column("table").take(keep), "ts": batch.column("ts").take(keep)})
+    groups = sub.group_by(["schema", "table", "op"], use_threads=False).aggregate(
+        [("i", "min"), ("i", "count"), ("ts", "max")]).to_pylist()
+    first: dict[tuple[str, str | None], int] = {}
     out: dict[tuple[str, str | None], BatchTable] = {}
-    stmt_seq: dict[tuple[str, str | None], tuple[int, ...]] = {}
-    for i, op in enumerate(ops):
-        if op not in ROW_OPS and op not in ("truncate", "ddl", "statement"):
-            continue
-        key = (schemas[i], tables[i])
+    for g in groups:
+        key = (g["schema"], g["table"])
+        first[key] = min(first.get(key, g["i_min"]), g["i_min"])
         st = out.get(key)
         if st is None:
             st = out[key] = BatchTable(*key)
+        op = g["op"]
         if op == "statement":
-            if key not in stmt_seq or seqs[i] < stmt_seq[key]:
-                stmt_seq[key] = seqs[i]
-                st.statement = {"file": batch.column("file")[i].as_py(),
-                                "pos": batch.column("pos")[i].as_py(),
-                                "query": batch.column("query")[i].as_py()}
             continue
-        st.n += 1
-        if ts[i] is not None and (st.ts is None or ts[i] > st.ts):
-            st.ts = ts[i]
+        st.n += g["i_count"]
+        if g["ts_max"] is not None and (st.ts is None or g["ts_max"] > st.ts):
+            st.ts = g["ts_max"]
         if op == "truncate":
             st.rows = True
-            if st.trunc is None or seqs[i] > st.trunc:
-                st.trunc = seqs[i]
         elif op == "ddl":
             st.ddl = True
         else:
             st.rows = True
             st.deletes = st.deletes or op != "insert"
             st.dels = st.dels or op == "delete"
-    return list(out.values())
+    rare = pc.indices_nonzero(pc.fill_null(
+        pc.is_in(ops, value_set=pa.array(["truncate", "statement"])), False))
+    if len(rare):
+        part = batch.take(rare)
+        seqs = _seqs(part)
+        stmt_seq: dict[tuple[str, str | None], tuple[int, ...]] = {}
+        for j, (op, schema, table) in enumerate(zip(part.column("op").to_pylist(),
+                                                    part.column("schema").to_pylist(),
+                                                    part.column("table").to_pylist())):
+            key = (schema, table)
+            st = out[key]
+            if op == "truncate":
+                if st.trunc is None or seqs[j] > st.trunc:
+                    st.trunc = seqs[j]
+            elif key not in stmt_seq or seqs[j] < stmt_seq[key]:
+                stmt_seq[key] = seqs[j]
+                st.statement = {"file": part.column("file")[j].as_py(),
+                                "pos": part.column("pos")[j].as_py(),
+                                "query": part.column("query")[j].as_py()}
+    return [out[k] for k in sorted(out, key=first.__getitem__)]
 
 
 def _text(v: Any) -> Any:
