@@ -49,6 +49,7 @@ typedef struct {
     Block *arena;                 /* unescaped strings */
     char *keys; Py_ssize_t keys_len, keys_cap;   /* encoded keys of the states */
     char *scratch; Py_ssize_t scratch_cap;       /* a key being encoded */
+    char *prev; Py_ssize_t prev_cap;             /* an update's old key */
     State *st; Py_ssize_t nst, st_cap;
     Val *vals; uint8_t *pres;     /* nst x nc */
     uint32_t *slots; Py_ssize_t nslots;          /* state index + 1, 0 empty */
@@ -313,15 +314,18 @@ static int parse_image(Fold *f, const char *p, Py_ssize_t len, Val *vals, uint8_
 
 /* -- keys -------------------------------------------------------------------------------- */
 
-static int encode_key(Fold *f, const Val *const *from, Py_ssize_t *len) {
+/* The key texts `from` encoded into *buf (grown as needed): per part a tag, then the
+   length and bytes of a text. */
+static int encode_key(Fold *f, const Val *const *from, char **buf, Py_ssize_t *cap,
+                      Py_ssize_t *len) {
     Py_ssize_t need = 0;
     for (Py_ssize_t j = 0; j < f->nk; j++) need += 5 + (from[j]->tag ? from[j]->len : 0);
-    if (need > f->scratch_cap) {
-        char *s = PyMem_RawRealloc(f->scratch, (size_t)need);
+    if (need > *cap) {
+        char *s = PyMem_RawRealloc(*buf, (size_t)(need ? need : 1));
         if (s == NULL) { no_memory(f); return -1; }
-        f->scratch = s; f->scratch_cap = need;
+        *buf = s; *cap = need;
     }
-    char *w = f->scratch;
+    char *w = *buf;
     for (Py_ssize_t j = 0; j < f->nk; j++) {
         const Val *v = from[j];
         *w++ = (char)v->tag;
@@ -331,7 +335,7 @@ static int encode_key(Fold *f, const Val *const *from, Py_ssize_t *len) {
             memcpy(w, v->p, (size_t)v->len); w += v->len;
         }
     }
-    *len = w - f->scratch;
+    *len = w - *buf;
     return 0;
 }
 
@@ -355,15 +359,15 @@ static int grow_slots(Fold *f) {
     return 0;
 }
 
-/* The state of the key in f->scratch[0..len): its index, made (reset) when new. */
-static Py_ssize_t state_of(Fold *f, Py_ssize_t len, int *created) {
-    uint64_t h = hash_bytes(f->scratch, len);
+/* The state of the encoded key[0..len): its index, made when new. */
+static Py_ssize_t state_of(Fold *f, const char *key, Py_ssize_t len, int *created) {
+    uint64_t h = hash_bytes(key, len);
     if ((f->nst + 1) * 2 > f->nslots && grow_slots(f) < 0) return -1;
     Py_ssize_t mask = f->nslots - 1, at = (Py_ssize_t)(h & (uint64_t)mask);
     while (f->slots[at]) {
         State *s = &f->st[f->slots[at] - 1];
         if (s->hash == h && s->key_len == len
-                && memcmp(f->keys + s->key_at, f->scratch, (size_t)len) == 0) {
+                && memcmp(f->keys + s->key_at, key, (size_t)len) == 0) {
             *created = 0;
             return f->slots[at] - 1;
         }
@@ -392,7 +396,7 @@ static Py_ssize_t state_of(Fold *f, Py_ssize_t len, int *created) {
     }
     Py_ssize_t i = f->nst++;
     State *s = &f->st[i];
-    memcpy(f->keys + f->keys_len, f->scratch, (size_t)len);
+    memcpy(f->keys + f->keys_len, key, (size_t)len);
     s->key_at = f->keys_len; s->key_len = len; s->hash = h;
     f->keys_len += len;
     f->slots[at] = (uint32_t)(i + 1);
@@ -638,7 +642,8 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
         }
         if (op == 0) {  /* insert: every column, absent ones NULL */
             for (Py_ssize_t j = 0; j < nk; j++) kv[j] = &av[f->key_idx[j]];
-            if (encode_key(f, kv, &len) < 0 || (k = state_of(f, len, &created)) < 0) goto done;
+            if (encode_key(f, kv, &f->scratch, &f->scratch_cap, &len) < 0
+                    || (k = state_of(f, f->scratch, len, &created)) < 0) goto done;
             set_state(f, k, &cur, 0, 1);
             for (Py_ssize_t c = 0; c < nc; c++) {
                 f->vals[k * nc + c] = av[c];
@@ -646,7 +651,8 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
             }
         } else if (op == 2) {  /* delete */
             for (Py_ssize_t j = 0; j < nk; j++) kv[j] = &bv[f->key_idx[j]];
-            if (encode_key(f, kv, &len) < 0 || (k = state_of(f, len, &created)) < 0) goto done;
+            if (encode_key(f, kv, &f->scratch, &f->scratch_cap, &len) < 0
+                    || (k = state_of(f, f->scratch, len, &created)) < 0) goto done;
             set_state(f, k, &cur, 1, 1);
             for (Py_ssize_t c = 0; c < nc; c++) {
                 f->vals[k * nc + c] = null_val;
@@ -655,42 +661,22 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
         } else {  /* update */
             Py_ssize_t oldlen, newlen;
             for (Py_ssize_t j = 0; j < nk; j++) kv[j] = &bv[f->key_idx[j]];
-            if (encode_key(f, kv, &oldlen) < 0) goto done;
+            if (encode_key(f, kv, &f->prev, &f->prev_cap, &oldlen) < 0) goto done;
             for (Py_ssize_t j = 0; j < nk; j++) {
                 Py_ssize_t x = f->key_idx[j];
                 mix[j] = as[x] ? av[x] : bv[x];
                 kv[j] = &mix[j];
             }
-            /* the new key after the old one in scratch: compare, then encode it alone */
-            char *old = PyMem_RawMalloc((size_t)(oldlen ? oldlen : 1));
-            if (old == NULL) { no_memory(f); goto done; }
-            memcpy(old, f->scratch, (size_t)oldlen);
-            if (encode_key(f, kv, &newlen) < 0) { PyMem_RawFree(old); goto done; }
-            int moved = oldlen != newlen || memcmp(old, f->scratch, (size_t)newlen) != 0;
-            if (moved) {
-                /* delete the old key ... */
-                char *nkey = PyMem_RawMalloc((size_t)(newlen ? newlen : 1));
-                if (nkey == NULL) { PyMem_RawFree(old); no_memory(f); goto done; }
-                memcpy(nkey, f->scratch, (size_t)newlen);
-                memcpy(f->scratch, old, (size_t)oldlen);  /* scratch holds >= oldlen bytes */
-                k = state_of(f, oldlen, &created);
-                if (k < 0) { PyMem_RawFree(old); PyMem_RawFree(nkey); goto done; }
+            if (encode_key(f, kv, &f->scratch, &f->scratch_cap, &newlen) < 0) goto done;
+            if (oldlen != newlen || memcmp(f->prev, f->scratch, (size_t)newlen) != 0) {
+                /* a key move: delete the old key, upsert the new one with a full row */
+                if ((k = state_of(f, f->prev, oldlen, &created)) < 0) goto done;
                 set_state(f, k, &cur, 1, 1);
                 for (Py_ssize_t c = 0; c < nc; c++) {
                     f->vals[k * nc + c] = null_val;
                     f->pres[k * nc + c] = 0;
                 }
-                /* ... and upsert the new one with a full row */
-                if (newlen > f->scratch_cap) {
-                    char *s = PyMem_RawRealloc(f->scratch, (size_t)newlen);
-                    if (s == NULL) { PyMem_RawFree(old); PyMem_RawFree(nkey); no_memory(f); goto done; }
-                    f->scratch = s; f->scratch_cap = newlen;
-                }
-                memcpy(f->scratch, nkey, (size_t)newlen);
-                PyMem_RawFree(nkey);
-                PyMem_RawFree(old);
-                k = state_of(f, newlen, &created);
-                if (k < 0) goto done;
+                if ((k = state_of(f, f->scratch, newlen, &created)) < 0) goto done;
                 set_state(f, k, &cur, 0, 1);
                 for (Py_ssize_t c = 0; c < nc; c++) {
                     f->vals[k * nc + c] = as[c] ? av[c] : bv[c];
@@ -698,8 +684,7 @@ static int fold_records(Fold *f, Py_ssize_t n, const int8_t *ops, Arr *sq[4], Ar
                 }
                 continue;
             }
-            PyMem_RawFree(old);
-            k = state_of(f, newlen, &created);
+            k = state_of(f, f->scratch, newlen, &created);
             if (k < 0) goto done;
             if (created) {
                 set_state(f, k, &cur, 0, 0);
@@ -802,7 +787,7 @@ done:
     PyBuffer_Release(&opsv);
     while (f.arena) { Block *b = f.arena; f.arena = b->next; PyMem_RawFree(b); }
     PyMem_RawFree(f.name); PyMem_RawFree(f.name_len); PyMem_RawFree(f.key_idx);
-    PyMem_RawFree(f.keys); PyMem_RawFree(f.scratch); PyMem_RawFree(f.st);
+    PyMem_RawFree(f.keys); PyMem_RawFree(f.scratch); PyMem_RawFree(f.prev); PyMem_RawFree(f.st);
     PyMem_RawFree(f.vals); PyMem_RawFree(f.pres); PyMem_RawFree(f.slots);
     return result;
 }

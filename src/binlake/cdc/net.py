@@ -224,8 +224,7 @@ def net_scd1(batch: pa.Table | pa.RecordBatch, keys: Sequence[str], cols: Sequen
     core when it is in use (`fold_scd1`), else here (`fold_python`), with the same result."""
     if not isinstance(batch, pa.Table):
         batch = pa.Table.from_batches([batch])
-    seq = batch.column("seq").combine_chunks()
-    fields = [seq.field(f.name) for f in SEQ_TYPE]
+    fields = _one(batch.column("seq")).flatten()
     ordered = pc.sort_indices(pa.table(fields, names=[f.name for f in SEQ_TYPE]),
                               [(f.name, "ascending") for f in SEQ_TYPE])
     if batch.num_rows and not pc.all(pc.equal(ordered, pa.array(range(batch.num_rows),
