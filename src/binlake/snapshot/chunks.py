@@ -260,7 +260,6 @@ def _replay(rows: dict[tuple[Any, ...], Any], changes: Sequence[Change]) -> None
             rows[key] = text
 
 
-
 def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> list[Change]:
     """The table's changes in [LOW, HIGH) that touch the chunk's range, in order, for
     `_replay` (read before the rows are parsed: a chunk no change touched keeps them
@@ -298,7 +297,8 @@ def _backfill(url: ServerURL, res: ChunkResult, server_id: int) -> list[Change]:
         enc = image_encoder(rec.table_map)
         if rec.before is not None:
             k, _ = _image_key(rec, rec.before, enc, t)
-            changes.append((k, None))
+            if inside(k):  # (the rows hold only keys inside the range)
+                changes.append((k, None))
         if rec.after is not None:
             k, text = _image_key(rec, rec.after, enc, t)
             if inside(k):
