@@ -30,7 +30,9 @@ TYPES = (
     "f FLOAT, d DOUBLE, dc DECIMAL(30,4), dbig DECIMAL(65,10), b BIT(5), b64 BIT(64), y YEAR, "
     "bn BINARY(4), vb VARBINARY(10), bl BLOB, e ENUM('a','b'), st SET('x','y','z'), "
     "ts TIMESTAMP(3) NULL, dt DATETIME(2), dt6 DATETIME(6), t TIME(1), j JSON, g GEOMETRY, "
-    "dz DATE, c CHAR(5), v VARCHAR(20), tx TEXT, l1 VARCHAR(10) CHARACTER SET latin1, u UUID, i6 INET6, i4 INET4)")
+    "dz DATE, c CHAR(5), v VARCHAR(20), tx TEXT, l1 VARCHAR(10) CHARACTER SET latin1, u UUID, i6 INET6, i4 INET4, "
+    # utf8mb4 columns of three collations in one row text (read as their bytes)
+    "uc VARCHAR(10) COLLATE utf8mb4_unicode_ci, ub VARCHAR(10) COLLATE utf8mb4_bin)")
 ROWS = (
     "INSERT INTO types VALUES "
     "(1, -5, 255, 65535, -8388608, 4294967295, -9223372036854775808, 18446744073709551615, "
@@ -38,20 +40,20 @@ ROWS = (
     "b'101', b'1111111111111111111111111111111111111111111111111111111111111111', 0, 'ab', "
     "x'00ff', x'010203', 'b', 'x,z', '2024-01-02 03:04:05.123', '0000-00-00 00:00:00', "
     "'2024-01-02 03:04:05.000001', '-838:59:59.9', '{\"a\": 1,  \"b\": [1.50, 2]}', "
-    "ST_GeomFromText('POINT(1 2)', 4326), '2024-02-00', 'ab ', 'tab\\t\"q\" é', 'long ✓', 'café', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '::1', '192.0.2.1'), "
+    "ST_GeomFromText('POINT(1 2)', 4326), '2024-02-00', 'ab ', 'tab\\t\"q\" é', 'long ✓', 'café', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '::1', '192.0.2.1', 'Ünï', 'Bin'), "
     "(2, 127, 0, 0, 0, 0, 0, 0, 16777217, 1e0 / 3e0, 0, 0, b'0', 0, 2155, 'ab\\0\\0', '', '', "
     "'', '', NULL, '9999-12-31 23:59:59.99', '0001-01-01 00:00:00', '12:00:00', '[]', NULL, "
-    "'0000-00-00', '', '', NULL, '', '00000000-0000-0000-0000-000000000000', '::ffff:1.2.3.4', '0.0.0.0'), "
+    "'0000-00-00', '', '', NULL, '', '00000000-0000-0000-0000-000000000000', '::ffff:1.2.3.4', '0.0.0.0', '', ''), "
     "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.17549435e-38, 4.9e-324, NULL, NULL, NULL, "
     "NULL, 1901, NULL, NULL, NULL, NULL, NULL, '1970-01-01 00:00:01', '1000-01-01 00:00:00', "
     "NULL, '00:00:00', '\"s\"', ST_GeomFromText('LINESTRING(0 0,1 1)'), '1000-01-01', NULL, "
-    "NULL, '', NULL, NULL, NULL, NULL), "
+    "NULL, '', NULL, NULL, NULL, NULL, NULL, NULL), "
     "(4, 0, 0, 0, 0, 0, 0, 0, -0.0, -1.7976931348623157e308, 0.0001, -0.5, 0, 1, 2000, '', '', "
     "'', 'a', 'x,y,z', '2038-01-19 03:14:07.999', '2024-02-30 00:00:00', '0000-01-01 00:00:00', "
-    "'-00:00:00.5', 'null', NULL, '0000-01-01', 'x', ' sp ', 'a\\0b', NULL, '6ccd780c-baba-1026-9564-5b8c656024db', '2001:db8::ff00:42:8329', '255.255.255.255'), "
+    "'-00:00:00.5', 'null', NULL, '0000-01-01', 'x', ' sp ', 'a\\0b', NULL, '6ccd780c-baba-1026-9564-5b8c656024db', '2001:db8::ff00:42:8329', '255.255.255.255', 'a,b', 'N'), "
     "(5, 1, 1, 1, 1, 1, 1, 1, -1.5, 1e300, 1, 1, 1, 1, 1999, 'abcd', 'V', 'B', 'a', 'y', "
     "'2000-01-01 00:00:00', '2000-01-01 00:00:00.5', '2000-01-01 00:00:00.000005', '01:02:03', "
-    "'{}', ST_GeomFromText('POINT(0 0)'), '2000-02-29', 'N', 'N', 'NULL', 'N', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '1:0:2:0:3:0:4:0', '10.0.0.1')")
+    "'{}', ST_GeomFromText('POINT(0 0)'), '2000-02-29', 'N', 'N', 'NULL', 'N', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '1:0:2:0:3:0:4:0', '10.0.0.1', 'ß', '✓,')")
 
 
 def apply_binlog(spark: Any, mariadb: Any, start: tuple[str, int], warehouse: Path,
@@ -169,6 +171,8 @@ def test_canonical_text_is_the_same_on_both_sides(mariadb: Any, spark: Any,
     assert row[1]["u"] == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" and row[3]["u"] is None
     assert row[1]["i6"] == "::1" and row[5]["i6"] == "1::2:0:3:0:4:0"  # the server's text
     assert row[2]["i6"] == "::ffff:1.2.3.4" and row[4]["i4"] == "255.255.255.255"
+    assert row[1]["uc"] == "Ünï" and row[5]["ub"] == "✓," and row[3]["uc"] is None
+    assert row[1]["l1"] == "café"  # latin1, converted to UTF-8
 
 
 def test_row_text_is_the_same_on_both_sides_and_reads_back(mariadb: Any, spark: Any,

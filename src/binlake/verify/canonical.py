@@ -63,6 +63,8 @@ class Column:
     kind: str
     data_type: str
     """information_schema DATA_TYPE (lower case), for messages."""
+    charset: str | None = None
+    """information_schema CHARACTER_SET_NAME (lower case) of a character column."""
 
 
 def column_kind(name: str, data_type: str, charset: str | None) -> str:
@@ -132,7 +134,15 @@ def value_sql(col: Column) -> str:
         return f"CONCAT(ST_SRID({x}), ':', HEX(ST_AsBinary({x})))"
     if col.data_type == "time" or col.data_type in SERVER_TEXT_TYPES:
         return f"CAST({x} AS CHAR)"
+    if _utf8mb4(col):  # its bytes as they are: a copy through CONVERT costs about
+        return f"({x} COLLATE utf8mb4_bin)"  # a fifth of a long text's checksum
     return f"CONVERT({x} USING utf8mb4)"
+
+
+def _utf8mb4(col: Column) -> bool:
+    """A text column `value_sql` reads as its own utf8mb4 bytes (one collation for all)."""
+    return col.charset == "utf8mb4" and col.data_type != "time" and \
+        col.data_type not in SERVER_TEXT_TYPES
 
 
 def frame_sql(value: str) -> str:
@@ -158,7 +168,7 @@ def row_sql(cols: list[Column] | tuple[Column, ...]) -> str:
     for c in cols:
         v = value_sql(c)
         if c.kind == "text":
-            if v.startswith("CONVERT("):  # already utf8mb4: its bytes, with no binary copy
+            if _utf8mb4(c) or v.startswith("CONVERT("):  # utf8mb4: no binary copy
                 parts.append(f"IFNULL(CONCAT(OCTET_LENGTH({v}), ':', {v}), 'N')")
             else:
                 b = f"CAST({v} AS BINARY)"

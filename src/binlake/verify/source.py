@@ -254,7 +254,8 @@ class Source:
         if not key:
             raise VerifyError(f"{schema}.{table} has no primary key",
                               hint="verify compares rows by key, as sync merges them")
-        columns = tuple(Column(str(n), column_kind(str(n), str(t), c), str(t).lower())
+        columns = tuple(Column(str(n), column_kind(str(n), str(t), c), str(t).lower(),
+                               str(c).lower() if c else None)
                         for n, t, c in cols)
         return SourceTable(schema, table, columns, tuple(key))
 
