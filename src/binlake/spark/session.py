@@ -44,6 +44,12 @@ LOCAL_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.databricks.delta.snapshotPartitions": str(_CORES),
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(_CORES),
+    # Auto compaction (on for the tables binlake creates) rewrites files below this size.
+    # Delta's default, half its 128 MiB target, takes in every snapshot chunk's file (20-30
+    # MB of Parquet for 64 MiB of rows), so each new table was rewritten whole right after
+    # its snapshot. 16 MiB still gathers the micro-batches' small files, and keeps a table
+    # at most one file per 16 MiB of data.
+    "spark.databricks.delta.autoCompact.minFileSize": str(16 * 2**20),
 }
 
 
