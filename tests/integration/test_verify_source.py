@@ -50,6 +50,43 @@ def test_rate_limits_the_rows_read_per_second(table: Any) -> None:
     assert rows == 50 and took >= 0.45, took  # 50 rows at 100 rows/s
 
 
+def test_connections_read_the_same_checksums(table: Any) -> None:
+    """Chunks read side by side on three connections give every chunk's checksum, as one
+    connection does, and progress counts each table's chunks up to its total."""
+    from binlake.verify.run import source_sums
+
+    src = Source(ServerURL.parse(table.url))
+    seen: list[tuple[str, int, int]] = []
+    try:
+        plan = src.plan(src.describe(DB, "t"), 4)
+        one = source_sums(src, [plan])
+        three = source_sums(src, [plan], lambda *a: seen.append(a), connections=3)
+        assert src.conn.open  # the caller's connection stays; the others are closed
+    finally:
+        src.close()
+    assert len(plan.chunks) == 13
+    assert {i: (c.rows, c.xor) for i, c in three[0][0].items()} == \
+        {i: (c.rows, c.xor) for i, c in one[0][0].items()}
+    assert sum(c.rows for c in three[0][0].values()) == 50
+    assert [d for _, d, _ in seen] == list(range(1, 14)) and seen[-1][2] == 13
+
+
+def test_connections_share_the_rate(table: Any) -> None:
+    from binlake.verify.run import source_sums
+
+    src = Source(ServerURL.parse(table.url), rate=100)
+    try:
+        plan = src.plan(src.describe(DB, "t"), 5)
+        t0 = time.monotonic()
+        got = source_sums(src, [plan], connections=2)
+        took = time.monotonic() - t0
+        assert src.rate == 100  # given back to the caller's connection
+    finally:
+        src.close()
+    assert sum(c.rows for c in got[0][0].values()) == 50
+    assert took >= 0.4, took  # 50 rows at 100 rows/s in all, not 100 per connection
+
+
 def _hold_lock(server: Any, seconds: float) -> threading.Thread:
     """LOCK TABLES t WRITE from another session for `seconds` (reads of t wait meanwhile)."""
     locked = threading.Event()

@@ -7,7 +7,7 @@ run, each repeat in turn (the order reversed every other repeat):
 
 * source: the floor of verify's source side, the primary's chunk checksum SQL alone (no
   Spark): the chunk plan (a walk of the key index) and every chunk's checksum read, as
-  verify reads them, over one connection;
+  verify reads them, on its default two connections;
 * delta: the floor of verify's Delta side, the Spark job alone that computes every chunk's
   checksum over the Delta tables (the chunks planned once, untimed);
 * scan: the floor of any comparison that reads the Delta tables: one Spark job reading
@@ -157,7 +157,8 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
 
 def source_floor(url: str, chunk_size: int) -> dict[str, Any]:
     """verify's source side alone: plan the chunks, then read every chunk's checksum, table
-    after table, over one connection, as verify does. Seconds of each step."""
+    after table, on verify's default connections, as verify does. Seconds of each step."""
+    from ..verify.run import DEFAULT_CONNECTIONS, source_sums
     from ..verify.source import Source
 
     src = Source(ServerURL.parse(url))
@@ -166,10 +167,8 @@ def source_floor(url: str, chunk_size: int) -> dict[str, Any]:
         plans = [src.plan(src.describe(s, t), chunk_size)
                  for s, t in src.select_tables(f"{SCHEMA}.*")]
         t1 = time.perf_counter()
-        rows = 0
-        for plan in plans:
-            for _, got in src.checksums(plan):
-                rows += sum(c.rows for c in got.values())
+        sums = source_sums(src, plans, connections=DEFAULT_CONNECTIONS)
+        rows = sum(c.rows for got, _ in sums for c in got.values())
         t2 = time.perf_counter()
     finally:
         src.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .canonical import VerifyError
 from .report import RowDifference, TableReport, VerifyReport
-from .run import DEFAULT_CHUNK_SIZE, verify
+from .run import DEFAULT_CHUNK_SIZE, DEFAULT_CONNECTIONS, verify
 
 __all__ = ["verify", "VerifyReport", "TableReport", "RowDifference", "VerifyError",
-           "DEFAULT_CHUNK_SIZE"]
+           "DEFAULT_CHUNK_SIZE", "DEFAULT_CONNECTIONS"]

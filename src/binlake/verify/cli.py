@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..errors import BinlakeError
-from .run import DEFAULT_CHUNK_SIZE
+from .run import DEFAULT_CHUNK_SIZE, DEFAULT_CONNECTIONS
 
 
 @click.command()
@@ -20,6 +20,10 @@ from .run import DEFAULT_CHUNK_SIZE
               show_default=True, help="Rows per checksum chunk (one source query each).")
 @click.option("--rate", type=click.FloatRange(min=1), default=None,
               help="At most this many source rows read per second.")
+@click.option("--connections", type=click.IntRange(min=1, max=64), default=DEFAULT_CONNECTIONS,
+              show_default=True,
+              help="Source connections reading chunk checksums at a time (1: one at a time, "
+                   "as pt-table-checksum).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
               help="Source statement timeout in seconds; a timed-out read backs off and retries.")
 @click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
@@ -35,7 +39,7 @@ from .run import DEFAULT_CHUNK_SIZE
                    "apply step (exactly once, tombstones and SCD2 history kept), verify again.")
 def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float | None,
            timeout: float, rounds: int, wait: float, max_rows: int, master: str,
-           as_json: bool, repair: bool) -> None:
+           as_json: bool, repair: bool, connections: int) -> None:
     """Prove that the synced Delta tables equal the source tables, chunk by chunk.
 
     Exit status 0 when every table is equal, 1 when some row differs, 2 on an error.
@@ -55,7 +59,8 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
     try:
         report = run(url, tables, warehouse, chunk_size=chunk_size, master=master,
                      rounds=rounds, wait=wait, max_rows=max_rows, rate=rate, timeout=timeout,
-                     repair=repair, progress=bar.update if bar else None)
+                     repair=repair, progress=bar.update if bar else None,
+                     connections=connections)
     except BinlakeError as exc:
         raise _Fail(str(exc)) from None
     except Exception as exc:  # a Spark failure: its binlake error as one line, if it has one

@@ -20,22 +20,27 @@ batch's end position, and P rarely is one (README.md, "Why not Delta time travel
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..replica.url import ServerURL
 from .canonical import VerifyError, frame_text
 from .progress import applied as applied_at
 from .progress import position_key, wait_applied
 from .report import RowDifference, TableReport, VerifyReport
-from .source import Chunk, Plan, Source
+from .source import Checksum, Chunk, Plan, Source
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 DEFAULT_CHUNK_SIZE = 10000
+DEFAULT_CONNECTIONS = 2
+"""Chunk checksums read at a time on the source: the server computes each on one core,
+so one connection leaves verify waiting on a single core of the primary (1 reads as
+pt-table-checksum does, one chunk at a time)."""
 
 
 @dataclass
@@ -52,19 +57,24 @@ class VerifyOptions:
     timeout: float | None = 30.0
     """Source statement timeout (seconds); timed-out reads back off and retry."""
     repair: bool = False
+    connections: int = DEFAULT_CONNECTIONS
+    """Source connections reading chunk checksums side by side."""
 
 
 def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
            chunk_size: int = DEFAULT_CHUNK_SIZE, spark: "SparkSession | None" = None,
            master: str = "local[*]", rounds: int = 2, wait: float = 30.0, max_rows: int = 100,
            rate: float | None = None, timeout: float | None = 30.0, repair: bool = False,
-           progress: Callable[[str, int, int], None] | None = None) -> VerifyReport:
+           progress: Callable[[str, int, int], None] | None = None,
+           connections: int = DEFAULT_CONNECTIONS) -> VerifyReport:
     """Compare the Delta tables under `warehouse` with the source tables `tables`
     ('db.*,db2.t') of the server at `url`; see the module notes for the guarantee.
 
     `progress(table, chunks_done, chunks_total)` is called as chunks are checked.
     """
-    opts = VerifyOptions(chunk_size, rounds, wait, max_rows, rate, timeout, repair)
+    opts = VerifyOptions(chunk_size, rounds, wait, max_rows, rate, timeout, repair, connections)
+    if connections < 1:
+        raise VerifyError(f"connections must be at least 1, not {connections}")
     if chunk_size < 1:
         raise VerifyError(f"--chunk-size must be at least 1, not {chunk_size}")
     if rounds < 1:
@@ -93,22 +103,60 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
     return verify_tables(src, spark, warehouse, [plan], opts, progress)[0]
 
 
-def _source_sums(src: Source, plans: list[Plan],
-                 progress: Callable[[str, int, int], None] | None
-                 ) -> list[tuple[dict[int, Any], float]]:
-    """Every chunk's source checksum, table after table; per table the sums and seconds."""
+def source_sums(src: Source, plans: list[Plan],
+                progress: Callable[[str, int, int], None] | None = None,
+                connections: int = 1) -> list[tuple[dict[int, Checksum], float]]:
+    """Every chunk's source checksum, table after table (per table the sums and seconds).
+
+    With `connections` above 1, a table's range chunks are read that many at a time, each
+    on a connection of its own (more connections share `src`'s rate limit); a hash-bucket
+    table is one read."""
+    extra = [src.another(connections) for _ in range(connections - 1)]
+    if extra and src.rate:
+        src.rate /= connections
+    idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
+    for s in (src, *extra):
+        idle.put(s)
+
+    def one(plan: Plan, chunk: Chunk) -> tuple[int, Checksum]:
+        conn = idle.get()
+        try:
+            return chunk.index, conn.checksum(plan, chunk)
+        finally:
+            idle.put(conn)
+
     out = []
-    for plan in plans:
-        t0 = time.monotonic()
-        sums: dict[int, Any] = {}
-        done = 0
-        for chunks, got in src.checksums(plan):
-            sums.update(got)
-            done += len(chunks)
-            if progress is not None:
-                progress(plan.table.name, done, len(plan.chunks))
-        out.append((sums, time.monotonic() - t0))
+    try:
+        with ThreadPoolExecutor(max(1, connections)) as pool:
+            for plan in plans:
+                t0 = time.monotonic()
+                sums: dict[int, Checksum] = {}
+                if plan.buckets or not extra:
+                    parts = (got for _, got in src.checksums(plan))
+                else:
+                    parts = ({i: c} for i, c in as_completed_results(
+                        [pool.submit(one, plan, c) for c in plan.chunks]))
+                for got in parts:
+                    sums.update(got)
+                    if progress is not None:
+                        progress(plan.table.name, len(sums), len(plan.chunks))
+                out.append((sums, time.monotonic() - t0))
+    finally:
+        for s in extra:
+            s.close()
+        if extra and src.rate:
+            src.rate *= connections
     return out
+
+
+def as_completed_results(futures: list[Future[Any]]) -> Iterator[Any]:
+    """The futures' results as they finish (the first error is raised, the rest cancelled)."""
+    try:
+        for f in as_completed(futures):
+            yield f.result()
+    finally:
+        for f in futures:
+            f.cancel()
 
 
 def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: list[Plan],
@@ -146,7 +194,8 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
     # version since then (the job read the version the sync has now applied past); else
     # the job runs again for it after the wait.
     with ThreadPoolExecutor(1) as pool:
-        reads = pool.submit(_source_sums, src, [plans[i] for i in order], progress)
+        reads = pool.submit(source_sums, src, [plans[i] for i in order], progress,
+                            opts.connections)
         try:
             early = lake_checksums([lakes[i] for i in order])
         finally:
@@ -272,4 +321,5 @@ def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: Ver
     return diffs, len(changed - everything)
 
 
-__all__ = ["verify", "verify_table", "verify_tables", "narrow", "VerifyOptions", "VerifyError"]
+__all__ = ["verify", "verify_table", "verify_tables", "narrow", "source_sums", "VerifyOptions",
+           "VerifyError"]

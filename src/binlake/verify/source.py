@@ -136,6 +136,12 @@ class Source:
     def close(self) -> None:
         self.conn.close()
 
+    def another(self, share: int = 1) -> "Source":
+        """One more connection with these settings, for reads side by side; `share` splits
+        the rate limit among that many connections."""
+        return Source(self.url, rate=self.rate / share if self.rate else None,
+                      timeout=self.timeout, retries=self.retries)
+
     def rows(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement; a server error becomes a VerifyError naming the server."""
         import pymysql
@@ -310,7 +316,7 @@ class Source:
     def checksums(self, plan: Plan) -> Iterator[tuple[list[Chunk], dict[int, Checksum]]]:
         """Checksums of every chunk, a chunk at a time (hash-bucket tables: all in one read)."""
         t = plan.table
-        agg = f"COUNT(*), COALESCE(BIT_XOR({hash64_sql(t.row_text)}), 0)"
+        agg = _checksum_sql(t)
         if plan.buckets:
             rows, at = self.read(f"SELECT {bucket_sql(t.key_text, plan.buckets)} AS b, {agg} "
                                  f"FROM {t.from_sql} GROUP BY b")
@@ -319,11 +325,16 @@ class Source:
             yield plan.chunks, {c.index: got.get(c.index, Checksum(0, 0, at)) for c in plan.chunks}
             return
         for chunk in plan.chunks:
-            where, args = self._where(plan, chunk)
-            rows, at = self.read(f"SELECT {agg} FROM {t.from_sql} WHERE {where}", args)
-            n, x = rows[0]
-            self.throttle(int(n))
-            yield [chunk], {chunk.index: Checksum(int(n), int(x), at)}
+            yield [chunk], {chunk.index: self.checksum(plan, chunk)}
+
+    def checksum(self, plan: Plan, chunk: Chunk) -> Checksum:
+        """One range chunk's checksum (hash-bucket tables are read whole by `checksums`)."""
+        t = plan.table
+        where, args = self._where(plan, chunk)
+        rows, at = self.read(f"SELECT {_checksum_sql(t)} FROM {t.from_sql} WHERE {where}", args)
+        n, x = rows[0]
+        self.throttle(int(n))
+        return Checksum(int(n), int(x), at)
 
     def row_hashes(self, plan: Plan, chunk: Chunk) -> tuple[dict[str, str], Position]:
         """key text -> MD5 of the row text, for one chunk, and the read's position."""
@@ -347,6 +358,11 @@ class Source:
                             f"AND {t.key_text} IN ({marks})", [*args, *sorted(keys)])
         return {_text(r[0]): {c.name: None if v is None else _text(v)
                               for c, v in zip(t.columns, r[1:])} for r in rows}
+
+
+def _checksum_sql(t: SourceTable) -> str:
+    """A chunk's checksum: its row count and the BIT_XOR of its rows' 64-bit hashes."""
+    return f"COUNT(*), COALESCE(BIT_XOR({hash64_sql(t.row_text)}), 0)"
 
 
 def _text(v: Any) -> str:
