@@ -49,7 +49,7 @@ from ..cdc.net import (
 from ..schema.spec import TableSpec
 from .tables import (
     END_AT, KNOWN as _KNOWN, ROW_OPS, SEQ_COL, START_AT, TS_COL, ApplyError, Plan as _Plan,
-    delta_ref as _delta, is_delta as _is_delta, plan_table as _plan, quote_name as _q,
+    create_empty, delta_ref as _delta, is_delta as _is_delta, plan_table as _plan, quote_name as _q,
     seq_lit as _seq_lit, seq_sql as _seq_sql, table_path, target_schema, tombstone_path,
 )
 from .typing import (
@@ -588,9 +588,7 @@ def ensure_table(spark: "SparkSession", path: str, schema: "StructType",
     if wanted <= _KNOWN.get(path, set()):
         return
     if not _is_delta(spark, path):
-        # `delta.*` writer options become table properties when the write creates the table
-        (spark.createDataFrame([], schema).write.format("delta").options(**(properties or {}))
-         .mode("ignore").save(path))
+        create_empty(spark, path, schema, properties)
     have = {f.name.lower() for f in spark.read.format("delta").load(path).schema.fields}
     missing = [f for f in schema.fields if f.name.lower() not in have]
     if missing:
@@ -867,9 +865,7 @@ def create_tombstones(spark: "SparkSession", config: ApplyConfig, spec: TableSpe
         return
     plan = _plan(spec, config.options_for(spec.schema, spec.table))
     schema = _tombstone_schema(plan, seq_type, config.zero_dates)
-    # `delta.*` writer options become table properties when the write creates the table
-    (spark.createDataFrame([], schema).write.format("delta").options(**config.table_properties())
-     .mode("ignore").save(path))
+    create_empty(spark, path, schema, config.table_properties())
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
     _NEWEST_TOMBSTONE[path] = None  # empty: what this process's batches would read
     _TOMBSTONED[(path, config.app_id)] = None

@@ -6,7 +6,7 @@ A module of its own so that `evolve` uses public names instead of `apply`'s inte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import BinlakeError
 from ..schema.spec import TableSpec
@@ -56,6 +56,19 @@ def is_delta(spark: "SparkSession", path: str) -> bool:
         return True
     jvm = spark._jvm  # type: ignore[attr-defined]
     return bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(spark._jsparkSession, path))  # type: ignore[attr-defined]
+
+
+def create_empty(spark: "SparkSession", path: str, schema: "StructType",
+                 properties: Mapping[str, str] | None = None) -> None:
+    """Create an empty Delta table at `path` with `properties`, unless one is there: one
+    metadata commit, no Spark job writing an empty file (which queued behind a snapshot's
+    running tasks)."""
+    from delta.tables import DeltaTable
+
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    for key, value in (properties or {}).items():
+        builder = builder.property(key, value)
+    builder.execute()
 
 
 def seq_sql(seq: Sequence[int]) -> str:
