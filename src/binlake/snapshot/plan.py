@@ -11,11 +11,14 @@ from .server import SnapshotError, connect, query_rows, quote_name, server_flavo
 from .tables import SnapshotTable, describe_table
 from .values import literal_fn, select_expr
 
-DEFAULT_CHUNK_SIZE = 50000
+DEFAULT_CHUNK_SIZE = 250_000
+"""Rows per chunk at most. A chunk is a task and a Parquet file: at 50,000 rows a narrow
+table's files were a few MB, each task paid its start-up, and Delta's auto compaction
+rewrote the files right after the snapshot (`DEFAULT_CHUNK_BYTES` bounds wide rows)."""
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 """A chunk also holds at most about this many bytes of rows (the server's average row length
-times its rows): 50,000 rows of large TEXT/BLOB values would be GBs in one reader's memory."""
+times its rows): 250,000 rows of large TEXT/BLOB values would be GBs in one reader's memory."""
 
 
 # -- planning (driver) ----------------------------------------------------------------------

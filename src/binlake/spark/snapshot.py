@@ -10,7 +10,7 @@ Options:
                  REPLICATION SLAVE; on MySQL also RELOAD for the brief lock).
   tables         `db.t1,db.t2` or fnmatch patterns `db.*` (required).
   chunks         chunks per keyed table (exact when the table has at least that many rows).
-  chunkSize      rows per chunk when `chunks` is not given (default 50000).
+  chunkSize      rows per chunk when `chunks` is not given (default 250000).
   keys           JSON {"db.t": ["col", ...]}: the chunk key (the primary key, or the columns
                  of a UNIQUE index whose columns are all NOT NULL).
   noKeyPolicy    "full" (default) or "error" for tables without a key.
