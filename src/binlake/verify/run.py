@@ -134,7 +134,7 @@ def source_sums(src: Source, plans: list[Plan],
                 if plan.buckets or not extra:
                     parts = (got for _, got in src.checksums(plan))
                 else:
-                    parts = ({i: c} for i, c in as_completed_results(
+                    parts = ({i: c} for i, c in _as_completed(
                         [pool.submit(one, plan, c) for c in plan.chunks]))
                 for got in parts:
                     sums.update(got)
@@ -143,13 +143,14 @@ def source_sums(src: Source, plans: list[Plan],
                 out.append((sums, time.monotonic() - t0))
     finally:
         for s in extra:
+            src.timeouts += s.timeouts
             s.close()
         if extra and src.rate:
             src.rate *= connections
     return out
 
 
-def as_completed_results(futures: list[Future[Any]]) -> Iterator[Any]:
+def _as_completed(futures: list[Future[Any]]) -> Iterator[Any]:
     """The futures' results as they finish (the first error is raised, the rest cancelled)."""
     try:
         for f in as_completed(futures):
