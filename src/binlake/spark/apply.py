@@ -70,9 +70,10 @@ AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 
 Why: each micro-batch commits a small file or two per table, and a MERGE reads every file of
 its target, so without compaction a sync running for days would slow down batch by batch.
-Delta's auto compaction rewrites a table's small files after a commit once there are enough
-of them (`spark.databricks.delta.autoCompact.minNumFiles`, 50), as a commit of its own that
-carries no txn: replaying a batch still commits nothing. Turn it off for one table with
+Delta's auto compaction rewrites a table's small files (below
+`spark.databricks.delta.autoCompact.minFileSize`, 16 MiB in binlake's sessions) after a
+commit, as a commit of its own that carries no txn: replaying a batch still commits
+nothing. Turn it off for one table with
 `ALTER TABLE delta.`path` SET TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'false')`.
 """
 
