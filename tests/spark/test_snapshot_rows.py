@@ -234,3 +234,41 @@ def test_packed_read_keeps_its_rows_when_only_other_tables_change(mariadb: Any,
     # (seq holds each read's HIGH: compare the table's columns)
     assert got.select(list(range(len(chunk.table.spec.columns)))).equals(
         want.select(list(range(len(chunk.table.spec.columns)))))
+
+
+def test_driver_and_spark_writers_write_the_same_tables(spark: Any, mariadb: Any,
+                                                        types_table: str,
+                                                        tmp_path: Path) -> None:
+    """The snapshot written by the driver (delta-rs, the next chunk read while one is
+    written, the year-0 row typed by Spark) and by Spark's tasks: the same schema and
+    values, one WRITE commit carrying the snapshot's txn, and the tombstone table beside."""
+    import json as jsonlib
+
+    from pyspark.sql import functions as F
+
+    from binlake.spark.sync import SyncOptions, run_sync
+
+    got = {}
+    for writer in ("driver", "spark"):
+        wh = tmp_path / writer
+        rep = run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.{types_table}",
+                                   warehouse=wh, once=True, chunk_size=2,
+                                   snapshot_writer=writer), spark)
+        assert rep.snapshot_rows == 3
+        path = wh / DB / types_table
+        df = spark.read.format("delta").load(str(path))
+        data = [c for c in df.columns if not c.startswith("_binlake")]
+        rows = df.select(F.col("id"), F.to_json(F.struct(*data)).alias("j"),
+                         F.col("_binlake_seq.row").alias("r")).collect()
+        assert all(r["r"] is not None for r in rows)
+        commits = [jsonlib.loads(line) for line in
+                   (path / "_delta_log" / "00000000000000000000.json").read_text().splitlines()]
+        engine = next(c["commitInfo"] for c in commits if "commitInfo" in c)
+        txn = [c["txn"] for c in commits if "txn" in c]
+        assert [t["version"] for t in txn] == [0] and txn[0]["appId"].endswith("-snapshot-0")
+        assert ("delta-rs" in jsonlib.dumps(engine)) == (writer == "driver")
+        assert (wh / "_binlake").is_dir() and any((wh / "_binlake").rglob("_delta_log"))
+        got[writer] = (df.schema, sorted((r["id"], r["j"]) for r in rows))
+    assert got["driver"][0] == got["spark"][0]
+    assert got["driver"][1] == got["spark"][1]
+    assert '"y0":"0000-01-01T00:00:00' in got["driver"][1][0][1]  # typed by Spark

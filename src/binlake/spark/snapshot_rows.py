@@ -45,7 +45,9 @@ from ..snapshot.server import SnapshotError, raw_is_bytes
 from ..snapshot.values import RowFormatter, server_text
 from ..binlog.values import Geometry
 from ..cdc.arrow import SEQ_TYPE, file_index
-from .tables import KNOWN, plan_table, quote_name, table_path, target_schema
+from .tables import (
+    KNOWN, SEQ_COL, TS_COL, plan_table, quote_name, table_path, target_schema,
+)
 from .typing import image_schema, spark_schema, typed_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -485,13 +487,16 @@ class TableProgress:
 
 def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyConfig",
                  app_id: str, *, server_id_base: int,
-                 on_table: Callable[[TableProgress], None] | None = None) -> dict[str, int]:
+                 on_table: Callable[[TableProgress], None] | None = None,
+                 driver_writes: bool = False) -> dict[str, int]:
     """Write every planned table as a new SCD1 Delta table, in one commit each (txn app_id,
     version 0), the tables at once. Returns rows written per 'schema.table'.
 
     `spark` is the session or a callable that returns it (a session still starting: tables
     read in the driver are read before it is asked for). `on_table` gets each table's
-    `TableProgress` before the writes start."""
+    `TableProgress` before the writes start. `driver_writes`: the driver reads every chunk
+    and writes the table itself (`driver_write`), for a local session whose warehouse the
+    driver can write; else Spark's tasks read the chunks and write."""
     from pyspark.sql import functions as F
 
     from .apply import create_tombstones, together
@@ -509,6 +514,18 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
         t = cs[0].table
         opts = config.options_for(t.schema, t.table)
         plan = plan_table(t.spec, opts)
+        if driver_writes:
+            path = table_path(config.target, t.schema, t.table)
+            seq_type = chunk_schema(cs[0], config.zero_dates)[SEQ].dataType
+            together(lambda: driver_write(session, url, cs, config, plan, opts, path, app_id,
+                                          server_id_base, progress[name]),
+                     lambda: create_tombstones(session(), config, t.spec, seq_type))
+            progress[name].rows = progress[name].read
+            KNOWN[path] = {f.lower() for f in plan.cols} | {SEQ_COL.lower(), TS_COL.lower()}
+            log.debug("snapshot table written", extra={
+                "table": name, "chunks": len(cs), "rows": progress[name].rows,
+                "driver": True, "write_s": round(time.monotonic() - t0, 2)})
+            return
         driver = reads_in_driver(cs)
         res = None
         if driver:
@@ -563,6 +580,66 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
     if errors:
         raise errors[0]
     return {name: p.rows or 0 for name, p in progress.items()}
+
+
+def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequence[Chunk],
+                 config: "ApplyConfig", plan: Any, opts: Any, path: str, app_id: str,
+                 server_id_base: int, progress: TableProgress) -> None:
+    """One table's chunks read and typed in the driver, the next chunk read while one is
+    written, and written as a new Delta table in one commit by delta-rs (`binlake.lake`).
+
+    Rows the Python typing declined (`AFTER_COL`: backfilled JSON images, year-0 temporals)
+    are typed by Spark's `typed_value`, as on the Spark way, and go into the same commit;
+    Spark is asked for only when a table has such rows."""
+    from pyspark.sql import functions as F
+
+    from ..lake import write_new_table
+
+    first, zero_dates = chunks[0], config.zero_dates
+    source = chunk_schema(first, zero_dates)
+    source_arrow = arrow_schema(source)
+    target = target_schema(first.table.spec, plan, opts, source[SEQ].dataType, zero_dates)
+    target_arrow = arrow_schema(target)
+    picked = [*plan.cols, SEQ, TS]
+    progress.read = 0
+    declined: list[pa.RecordBatch] = []
+
+    def typed(batch: pa.RecordBatch) -> pa.RecordBatch:
+        cols = [batch.column(c) for c in picked]
+        return pa.RecordBatch.from_arrays(cols, names=target_arrow.names).cast(target_arrow)
+
+    def read(c: Chunk) -> ChunkResult:
+        return read_chunk(url, c, server_id=server_id_base + c.ordinal, raw=True, packed=True)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlake-chunk") as ahead:
+            pending = ahead.submit(read, chunks[0])
+            for i, c in enumerate(chunks):
+                res = pending.result()
+                if i + 1 < len(chunks):
+                    pending = ahead.submit(read, chunks[i + 1])
+                for batch in ChunkTyper(c, zero_dates, source_arrow).batches(res):
+                    json_rows = batch.column(AFTER_COL).null_count != batch.num_rows
+                    if json_rows:
+                        keep = pc.is_null(batch.column(AFTER_COL))
+                        declined.append(batch.filter(pc.invert(keep)))
+                        batch = batch.filter(keep)
+                    progress.read = (progress.read or 0) + batch.num_rows
+                    if batch.num_rows:
+                        yield typed(batch)
+        if declined:
+            ss = session()
+            frame = ss.createDataFrame(pa.Table.from_batches(declined, schema=source_arrow),
+                                       schema=source)
+            cols = typed_table(frame, first, plan.cols, zero_dates) + [F.col(SEQ), F.col(TS)]
+            out = frame.select(*[c.cast(f.dataType).alias(f.name)
+                                 for c, f in zip(cols, target)])
+            for batch in out.toArrow().to_batches():
+                progress.read = (progress.read or 0) + batch.num_rows
+                yield batch.cast(target_arrow)
+
+    write_new_table(path, target_arrow, batches(), properties=config.table_properties(),
+                    app_id=app_id, version=0)
 
 
 def _rows_written(spark: "SparkSession", path: str) -> int:

@@ -115,6 +115,10 @@ class SyncOptions:
     conf: dict[str, str] = field(default_factory=dict)
     metrics_port: int | None = None
     """Also serve the metrics over HTTP on 127.0.0.1 at this port (0: any free port)."""
+    snapshot_writer: str = "auto"
+    """Who writes the first snapshot's new tables: "driver" (read, typed and written as
+    Delta by the driver, with delta-rs: no rows through Spark), "spark" (one Spark task per
+    chunk), or "auto": the driver on a local master, Spark on a cluster."""
 
 
 @dataclass
@@ -342,15 +346,18 @@ def _bootstrap_history(opts: SyncOptions, path: Path) -> str:
 
 
 def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncOptions,
-                 state: SyncState, config: ApplyConfig, specs: Callable[[str, str], Any]) -> int:
+                 state: SyncState, config: ApplyConfig, specs: Callable[[str, str], Any],
+                 master: str | None = None) -> int:
     """Take and apply the initial snapshot once; returns its row count.
 
     New SCD1 tables (the usual first sync) take the direct way (`snapshot_rows`: typed rows,
     one job and one commit per table); anything else (SCD2, the change log, a table left by
     an earlier attempt) goes through the CDC source and `apply_batch`. `spark` may be a
     callable returning the session (one still starting): the MySQL-side work before the
-    first Spark job runs meanwhile."""
+    first Spark job runs meanwhile. `master`: the session's master (default `opts.master`),
+    which decides the "auto" snapshot writer."""
     session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
+    driver_writes = snapshot_in_driver(opts, master or opts.master)
     history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
@@ -364,7 +371,7 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
             planned = _binlog_boundary(opts.url)
         try:
             if _direct(opts, config):
-                rows = _snapshot_direct(session, opts, state, config, planned)
+                rows = _snapshot_direct(session, opts, state, config, planned, driver_writes)
             else:
                 rows = _snapshot_via_apply(session(), opts, state, config, specs, planned)
             break
@@ -378,6 +385,28 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
     state.data["stream_start"] = min(state.data["attempts"], key=_key)
     state.save()
     return rows
+
+
+SNAPSHOT_WRITERS = ("auto", "driver", "spark")
+
+
+def snapshot_in_driver(opts: SyncOptions, master: str) -> bool:
+    """Whether the direct snapshot's tables are written by the driver (`SyncOptions.
+    snapshot_writer`). On a local master the driver is the only executor anyway, and its
+    own Parquet writes (delta-rs) take a fraction of Spark's; a cluster's executors write."""
+    from ..lake.write import available
+
+    if opts.snapshot_writer not in SNAPSHOT_WRITERS:
+        raise ConfigError(f"snapshot writer {opts.snapshot_writer!r} is not one of "
+                          f"{', '.join(SNAPSHOT_WRITERS)}")
+    if opts.snapshot_writer == "spark":
+        return False
+    if not available():
+        if opts.snapshot_writer == "driver":
+            raise ConfigError("the driver's snapshot writer needs the deltalake package",
+                              hint="pip install deltalake, or --snapshot-writer spark")
+        return False
+    return opts.snapshot_writer == "driver" or master.strip().lower().startswith("local")
 
 
 def _direct(opts: SyncOptions, config: ApplyConfig) -> bool:
@@ -401,7 +430,8 @@ def _start_attempt(state: SyncState, start: str) -> int:
 
 
 def _snapshot_direct(session: Callable[[], "SparkSession"], opts: SyncOptions,
-                     state: SyncState, config: ApplyConfig, planned: str) -> int:
+                     state: SyncState, config: ApplyConfig, planned: str,
+                     driver_writes: bool) -> int:
     from ..snapshot.plan import DEFAULT_CHUNK_SIZE, plan_snapshot
     from .snapshot import DEFAULT_SERVER_ID_BASE
     from .snapshot_rows import write_tables
@@ -417,7 +447,8 @@ def _snapshot_direct(session: Callable[[], "SparkSession"], opts: SyncOptions,
         done = write_tables(session, opts.url, chunks, config, app_id,
                             server_id_base=DEFAULT_SERVER_ID_BASE,
                             on_table=lambda t: shown.meter(t.name, t.total, "rows",
-                                                           lambda m, t=t: t.rows_done()))
+                                                           lambda m, t=t: t.rows_done()),
+                            driver_writes=driver_writes)
     return sum(done.values())
 
 
@@ -552,7 +583,8 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     if not state.data.get("snapshot_done"):
         if opts.snapshot:
             t0 = time.monotonic()
-            report.snapshot_rows = run_snapshot(session, opts, state, config, specs)
+            master = opts.master if spark is None else spark.sparkContext.master
+            report.snapshot_rows = run_snapshot(session, opts, state, config, specs, master)
             report.snapshot_s = round(time.monotonic() - t0, 3)
             metrics.snapshot_done(report.snapshot_rows)
             log.info("snapshot applied", extra={"rows": report.snapshot_rows,
