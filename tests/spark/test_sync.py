@@ -474,3 +474,37 @@ def test_demo(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "DIFFERENT" not in proc.stdout, proc.stdout
     assert proc.stdout.count(" ok") >= 4, proc.stdout
+
+
+def test_once_with_nothing_new_starts_no_query(spark: Any, mariadb_factory: Any,
+                                               tmp_path: Path) -> None:
+    """`--once` on a binlog that ends where the stream would resume runs no streaming
+    query; a change since, or a batch planned but not committed, does."""
+    from binlake.spark.sync import caught_up
+
+    server = mariadb_factory()
+    server.sql(f"CREATE DATABASE IF NOT EXISTS {DB}",
+               f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(10))",
+               f"INSERT INTO {DB}.t VALUES (1, 'a'), (2, 'b')")
+    wh = tmp_path / "wh"
+    ckpt = wh / "_binlake" / "checkpoint"
+    first = run_sync(options(server, wh), spark)
+    assert (first.snapshot_rows, first.batches) == (2, 0)
+    assert not (ckpt / "offsets").exists()  # no query ran
+
+    server.sql(f"UPDATE {DB}.t SET v = 'c' WHERE id = 2")
+    second = run_sync(options(server, wh), spark)
+    assert second.batches >= 1 and second.rows == 1
+    got = spark.read.format("delta").load(str(wh / DB / "t")).where("id = 2").first()
+    assert got["v"] == "c"
+    last = max(int(p.name) for p in (ckpt / "offsets").iterdir() if p.name.isdigit())
+
+    third = run_sync(options(server, wh), spark)
+    assert third.batches == 0
+    assert caught_up(server.url, ckpt, None)
+    (ckpt / "commits" / str(last)).rename(tmp_path / "commit")  # planned, not committed
+    assert not caught_up(server.url, ckpt, None)
+    (tmp_path / "commit").rename(ckpt / "commits" / str(last))
+    server.sql(f"INSERT INTO {DB}.t VALUES (3, 'd')")
+    assert not caught_up(server.url, ckpt, None)
+    assert not caught_up(server.url, tmp_path / "none", "latest")

@@ -536,6 +536,27 @@ def _last_offset(checkpoint: Path) -> tuple[str, int] | None:
     return batch_end(checkpoint, max(ids)) if ids else None
 
 
+def caught_up(url: str, checkpoint: Path, stream_start: str | None) -> bool:
+    """Whether the primary's binlog ends where the stream would resume: at the newest
+    batch's end when that batch is committed (an uncommitted one must be replayed), or at
+    `stream_start` before any batch. False when unsure (e.g. a start at "latest", which
+    only a running query records)."""
+    try:
+        ids = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    except FileNotFoundError:
+        ids = []
+    except OSError:
+        return False
+    if ids:
+        last = max(ids)
+        if not (checkpoint / "commits" / str(last)).is_file():
+            return False
+        at = batch_end(checkpoint, last)
+    else:
+        at = _parse_pos(stream_start)
+    return at is not None and _parse_pos(_binlog_boundary(url)) == at
+
+
 def _binlog_sizes(url: str) -> list[tuple[str, int]]:
     """(file, size) of the primary's binlog files, oldest first (SHOW BINARY LOGS)."""
     from ..replica.url import ServerURL
@@ -593,6 +614,19 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
             state.data.update(snapshot_done=True, stream_start="latest")
             state.save()
     report.stream_start = state.data["stream_start"]
+    if opts.once and caught_up(opts.url, ckpt, state.data["stream_start"]):
+        # Nothing was written since the last applied batch (or the snapshot): a streaming
+        # query would start, run an empty batch and stop, seconds for nothing. The next run
+        # starts where this one would have (the checkpoint's end, or `stream_start`).
+        log.info("caught up: the binlog ends where the stream would start",
+                 extra={"position": state.data["stream_start"]})
+        shown = Progress("catch-up", log)
+        shown.meter("binlog", unit="B", poll=lambda m: 0)
+        shown.meter("changes", unit="changes", poll=lambda m: 0)
+        with shown:
+            pass
+        metrics.close()
+        return report
     spark_now = session()
 
     source = {"url": opts.url, "tables": opts.tables,
