@@ -108,13 +108,19 @@ def test_kill9_at_random_points_then_resume_exactly_once(mariadb, tmp_path: Path
     resumed_from: list[int | None] = []  # out_bytes of the checkpoint each restart found
     for i, threshold in enumerate(kill_at):
         resumed_from.append(json.loads(ckpt.read_text())["extra"]["out_bytes"] if ckpt.exists() else None)
+        sig = signal.SIGTERM if i == 2 else signal.SIGKILL
+        # SIGTERM is a graceful stop once the stream runs: wait for this run's first
+        # checkpoint save (a previous run's output can be past the threshold until this
+        # one truncates it, and a SIGTERM during start-up would find no handler yet).
+        before = ckpt.stat().st_mtime_ns if ckpt.exists() else None
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while proc.poll() is None and time.monotonic() < deadline:
-            if out.exists() and out.stat().st_size >= threshold:
+            running = sig == signal.SIGKILL or (
+                ckpt.exists() and ckpt.stat().st_mtime_ns != before)
+            if running and out.exists() and out.stat().st_size >= threshold:
                 break
             time.sleep(0.001)
-        sig = signal.SIGTERM if i == 2 else signal.SIGKILL
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         if sig == signal.SIGTERM:
