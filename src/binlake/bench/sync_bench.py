@@ -348,14 +348,14 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         else:
             snap["write_s"] = None
             echo("snapshot write floor skipped (--no-write-floor)")
-        if cold and write:
+        if cold:
             echo("snapshot, warm: binlake sync --once into a new warehouse, same session")
             warm_opts = replace(opts, warehouse=work / "wh-warm")
             warm_s, warm_rep = _timed(lambda: run_sync(warm_opts, spark))
             snap["warm"] = {"seconds": round(warm_s, 2),
                             "snapshot_s": getattr(warm_rep, "snapshot_s", None),
                             **({"x_jdbc": round(jdbc_s / warm_s, 2)} if jar else {}),
-                            "x_write": round(warm_s / write_s, 2)}
+                            **({"x_write": round(warm_s / write_s, 2)} if write else {})}
             echo(f"snapshot, warm: {snap['warm']}")
             echo("snapshot, cold: binlake sync --once and the floors, each a fresh process")
             cold_doc: dict[str, Any] = {"binlake": cli_sync(server.url, f"{SCHEMA}.*",
@@ -364,13 +364,15 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
                     "password": server.password, "bounds": bounds}
             if jar:
                 cold_doc["jdbc"] = cold_floor("jdbc", {**spec, "out": str(work / "jdbc-cold")})
-            cold_doc["write"] = cold_floor("write", {**spec, "out": str(work / "write-cold"),
-                                                     "arrow": str(arrow_dir)})
+            if write:
+                cold_doc["write"] = cold_floor("write", {**spec, "out": str(work / "write-cold"),
+                                                         "arrow": str(arrow_dir)})
             b = cold_doc["binlake"]
             b_s = b.get("snapshot_s", b["wall_s"])  # launch -> snapshot applied
             if jar:
                 cold_doc["x_jdbc"] = round(cold_doc["jdbc"]["done_s"] / b_s, 2)
-            cold_doc["x_write"] = round(b_s / cold_doc["write"]["done_s"], 2)
+            if write:
+                cold_doc["x_write"] = round(b_s / cold_doc["write"]["done_s"], 2)
             snap["cold"] = cold_doc
             echo(f"snapshot, cold: {cold_doc}")
         snap["check"] = compare_tables(spark, server, wh)
@@ -602,15 +604,16 @@ def format_summary(doc: dict[str, Any]) -> str:
     if "warm" in s:
         w = s["warm"]
         extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
-                     f"x_jdbc {w.get('x_jdbc')}, {w['x_write']}x the write floor")
+                     f"x_jdbc {w.get('x_jdbc')}, {w.get('x_write')}x the write floor")
     if "cold" in s:
         cold = s["cold"]
         b = cold["binlake"]
         jdbc = cold.get("jdbc", {})
         extra.append(f"snapshot, cold (fresh processes, launch -> tables written): binlake "
                      f"{b.get('snapshot_s')} s (exit {b['wall_s']} s), jdbc "
-                     f"{jdbc.get('done_s')} s, write floor {cold['write']['done_s']} s; "
-                     f"x_jdbc {cold.get('x_jdbc')}, {cold['x_write']}x the write floor")
+                     f"{jdbc.get('done_s')} s, write floor "
+                     f"{cold.get('write', {}).get('done_s')} s; x_jdbc {cold.get('x_jdbc')}, "
+                     f"{cold.get('x_write')}x the write floor")
     return "\n".join([
         f"snapshot: {s['rows']:,} rows in {s['seconds']} s ({s['rows_per_s']:,} rows/s); {jd}",
         *extra,
@@ -636,8 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-bytes-per-trigger", type=int, default=None, metavar="BYTES",
                     help="binlake sync's admission limit per batch (default: sync's own)")
     ap.add_argument("--no-write-floor", action="store_true",
-                    help="skip the Arrow write floor (and the warm and cold runs); it needs "
-                         "the largest table to fit the driver's JVM heap")
+                    help="skip the Arrow write floor (the warm and cold runs then compare "
+                         "with jdbc alone); it needs the largest table to fit the driver's "
+                         "JVM heap")
     ap.add_argument("--no-cold", action="store_true",
                     help="skip the warm second snapshot and the fresh-process (cold) runs")
     ap.add_argument("--startup", action="store_true",
