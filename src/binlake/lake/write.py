@@ -37,9 +37,11 @@ ROW_GROUP_BYTES = 16 << 20
 
 
 def write_new_table(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
-                    properties: Mapping[str, str], app_id: str, version: int) -> None:
+                    properties: Mapping[str, str], app_id: str | None = None,
+                    version: int = 0) -> None:
     """Create the Delta table at `path` holding `batches` (in `schema`), in one commit that
-    also records the transaction (`app_id`, `version`), as Spark's `txnAppId` option does.
+    also records the transaction (`app_id`, `version`) when an `app_id` is given, as Spark's
+    `txnAppId` option does.
 
     All or nothing: a failure before the commit leaves no table (only unreferenced files),
     and a table already at `path` is an error, never appended to. An error raised while
@@ -75,7 +77,8 @@ def write_new_table(path: str, schema: pa.Schema, batches: Iterable[pa.RecordBat
                         writer_properties=WriterProperties(max_row_group_size=group,
                                                            compression="SNAPPY"),
                         commit_properties=CommitProperties(
-                            app_transactions=[Transaction(app_id, version)]))
+                            app_transactions=[Transaction(app_id, version)]
+                            if app_id is not None else None))
     except Exception as exc:
         if failed:
             raise failed[0] from None

@@ -872,6 +872,27 @@ def create_tombstones(spark: "SparkSession", config: ApplyConfig, spec: TableSpe
     _TOMBSTONED[(path, config.app_id)] = None
 
 
+def create_tombstones_driver(config: ApplyConfig, spec: TableSpec, seq_type: Any) -> None:
+    """`create_tombstones` without Spark (delta-rs), beside a snapshot table the driver
+    writes: the same empty table, so the snapshot needs no session to finish."""
+    from deltalake import DeltaTable
+
+    from ..lake import write_new_table
+    from .snapshot_rows import arrow_schema
+
+    if not config.tombstones:
+        return
+    path = tombstone_path(config.target, spec.schema, spec.table)
+    if path in _KNOWN or DeltaTable.is_deltatable(path):
+        return
+    plan = _plan(spec, config.options_for(spec.schema, spec.table))
+    schema = _tombstone_schema(plan, seq_type, config.zero_dates)
+    write_new_table(path, arrow_schema(schema), [], properties=config.table_properties())
+    _KNOWN[path] = {f.name.lower() for f in schema.fields}
+    _NEWEST_TOMBSTONE[path] = None
+    _TOMBSTONED[(path, config.app_id)] = None
+
+
 def _tombstone_schema(plan: _Plan, seq_type: Any, zero_dates: str) -> "StructType":
     from pyspark.sql.types import BooleanType, StructField, StructType
 
