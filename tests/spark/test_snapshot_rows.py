@@ -237,13 +237,18 @@ def test_packed_read_keeps_its_rows_when_only_other_tables_change(mariadb: Any,
 
 
 def test_driver_and_spark_writers_write_the_same_tables(spark: Any, mariadb: Any,
-                                                        types_table: str,
-                                                        tmp_path: Path) -> None:
+                                                        types_table: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
     """The snapshot written by the driver (delta-rs, the next chunk read while one is
     written, the year-0 row typed by Spark) and by Spark's tasks: the same schema and
     values, one WRITE commit carrying the snapshot's txn, and the same empty tombstone
-    table beside."""
+    table beside. Declined rows are typed as soon as they pass `BATCH_BYTES` (1 here)."""
     import json as jsonlib
+
+    from binlake.spark import snapshot_rows
+
+    monkeypatch.setattr(snapshot_rows, "BATCH_BYTES", 1)
 
     from pyspark.sql import functions as F
 

@@ -611,6 +611,17 @@ def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequen
     def read(c: Chunk) -> ChunkResult:
         return read_chunk(url, c, server_id=server_id_base + c.ordinal, raw=True, packed=True)
 
+    def by_spark() -> Iterator[pa.RecordBatch]:
+        """The declined rows so far, typed by Spark (`typed_table`, as the Spark way)."""
+        frame = session().createDataFrame(
+            pa.Table.from_batches(declined, schema=source_arrow), schema=source)
+        declined.clear()
+        cols = typed_table(frame, first, plan.cols, zero_dates) + [F.col(SEQ), F.col(TS)]
+        out = frame.select(*[c.cast(f.dataType).alias(f.name) for c, f in zip(cols, target)])
+        for batch in out.toArrow().to_batches():
+            progress.read = (progress.read or 0) + batch.num_rows
+            yield batch.cast(target_arrow)
+
     def batches() -> Iterator[pa.RecordBatch]:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlake-chunk") as ahead:
             pending = ahead.submit(read, chunks[0])
@@ -627,16 +638,10 @@ def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequen
                     progress.read = (progress.read or 0) + batch.num_rows
                     if batch.num_rows:
                         yield typed(batch)
+                    if sum(b.nbytes for b in declined) >= BATCH_BYTES:
+                        yield from by_spark()  # a bounded hold, whatever the table's size
         if declined:
-            ss = session()
-            frame = ss.createDataFrame(pa.Table.from_batches(declined, schema=source_arrow),
-                                       schema=source)
-            cols = typed_table(frame, first, plan.cols, zero_dates) + [F.col(SEQ), F.col(TS)]
-            out = frame.select(*[c.cast(f.dataType).alias(f.name)
-                                 for c, f in zip(cols, target)])
-            for batch in out.toArrow().to_batches():
-                progress.read = (progress.read or 0) + batch.num_rows
-                yield batch.cast(target_arrow)
+            yield from by_spark()
 
     write_new_table(path, target_arrow, batches(), properties=config.table_properties(),
                     app_id=app_id, version=0)
