@@ -379,13 +379,14 @@ def test_sync_survives_sigkill(spark: Any, mariadb_factory: Any, tmp_path: Path)
     extra = ("--chunk-size", "500", "--max-rows-per-trigger", "400")
     killed = []
     try:
-        # 1. during the snapshot: Spark is up (the state file exists), the snapshot is running
-        proc = _start(_sync_cmd(server, warehouse, *extra), log)
-        assert _wait_for(lambda: state.exists(), proc, 120), log.read_text()[-3000:]
-        time.sleep(rng.uniform(0.5, 10.0))
-        assert proc.poll() is None, log.read_text()[-3000:]
+        # 1. inside the snapshot: the driver has handed some chunks' rows to delta-rs, and
+        # their table is not committed (other tables may be)
+        proc = _start(_sync_cmd(server, warehouse, *extra), log,
+                      env={"BINLAKE_FAULT_KILL_IN_SNAPSHOT": str(rng.randint(1, 10))})
+        assert proc.wait(300) == -signal.SIGKILL, log.read_text()[-3000:]
+        _kill(proc)  # its Spark JVM too
+        assert b"fault injection: SIGKILL in the snapshot" in log.read_bytes()
         phase = json.loads(state.read_text())
-        _kill(proc)
         killed.append(("snapshot", phase.get("pending"), phase.get("snapshot_done")))
         # 2. during streaming: after the first applied batch
         seen = log.stat().st_size

@@ -878,7 +878,7 @@ def create_tombstones_driver(config: ApplyConfig, spec: TableSpec, seq_type: Any
     from deltalake import DeltaTable
 
     from ..lake import write_new_table
-    from .snapshot_rows import arrow_schema
+    from .typing import arrow_schema
 
     if not config.tombstones:
         return

@@ -18,6 +18,9 @@ skips what a chunk already holds).
 from __future__ import annotations
 
 import base64
+import itertools
+import os
+import signal
 import datetime as dt
 import json
 import pickle
@@ -48,7 +51,7 @@ from ..cdc.arrow import SEQ_TYPE, file_index
 from .tables import (
     KNOWN, SEQ_COL, TS_COL, plan_table, quote_name, table_path, target_schema,
 )
-from .typing import image_schema, spark_schema, typed_value
+from .typing import arrow_schema, image_schema, spark_schema, typed_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -61,6 +64,11 @@ log = logging.getLogger("binlake.snapshot")
 AFTER_COL = "_binlake_after"
 SEQ = "_binlake_chunk_seq"
 TS = "_binlake_chunk_ts"
+_KILL_IN_SNAPSHOT = int(os.environ.get("BINLAKE_FAULT_KILL_IN_SNAPSHOT", "0") or 0)
+"""Tests only: SIGKILL the job once the driver has written this many snapshot chunks (rows
+handed to delta-rs, their table not yet committed)."""
+_CHUNKS_WRITTEN = itertools.count(1)
+
 BATCH_ROWS = 10_000
 BATCH_BYTES = 64 << 20
 """A packed chunk's Arrow batch also ends once its rows hold this many bytes."""
@@ -328,31 +336,6 @@ def chunk_schema(chunk: Chunk, zero_dates: str) -> "StructType":
     return StructType([*spark_schema(chunk.table.spec, zero_dates).fields,
                        StructField(AFTER_COL, StringType()), StructField(SEQ, seq),
                        StructField(TS, TimestampType())])
-
-
-def arrow_schema(schema: "StructType") -> pa.Schema:
-    """The Arrow schema Spark reads `schema`'s rows from (timestamps as UTC instants)."""
-    from pyspark.sql import types as st
-
-    def conv(t: Any) -> pa.DataType:
-        simple = {st.ByteType: pa.int8(), st.ShortType: pa.int16(), st.IntegerType: pa.int32(),
-                  st.LongType: pa.int64(), st.FloatType: pa.float32(),
-                  st.DoubleType: pa.float64(), st.StringType: pa.string(),
-                  st.BinaryType: pa.binary(), st.DateType: pa.date32(),
-                  st.TimestampNTZType: pa.timestamp("us"),
-                  st.TimestampType: pa.timestamp("us", tz="UTC"), st.BooleanType: pa.bool_()}
-        for k, v in simple.items():
-            if type(t) is k:
-                return v
-        if isinstance(t, st.DecimalType):
-            return pa.decimal128(t.precision, t.scale)
-        if isinstance(t, st.StructType):
-            return pa.struct([pa.field(f.name, conv(f.dataType)) for f in t.fields])
-        if isinstance(t, st.ArrayType):
-            return pa.list_(conv(t.elementType))
-        raise SnapshotError(f"no Arrow type for the Spark type {t.simpleString()}")
-
-    return pa.schema([pa.field(f.name, conv(f.dataType)) for f in schema.fields])
 
 
 class RowsDataSource(DataSource):
@@ -640,6 +623,11 @@ def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequen
                         yield typed(batch)
                     if sum(b.nbytes for b in declined) >= BATCH_BYTES:
                         yield from by_spark()  # a bounded hold, whatever the table's size
+                if _KILL_IN_SNAPSHOT and next(_CHUNKS_WRITTEN) >= _KILL_IN_SNAPSHOT:
+                    log.warning("fault injection: SIGKILL in the snapshot",
+                                extra={"table": c.table.name, "chunk": c.index})
+                    logging.shutdown()
+                    os.kill(os.getpid(), signal.SIGKILL)
         if declined:
             yield from by_spark()
 

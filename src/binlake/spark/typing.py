@@ -12,7 +12,9 @@ TABLE_MAP or information_schema) are Spark-free: `binlake.schema.spec`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+import pyarrow as pa
 
 from ..schema.spec import (
     BINARY_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, ColumnSpec, TableSpec,
@@ -116,3 +118,28 @@ def typed_value(raw: "Column", c: ColumnSpec, zero_dates: str = "null") -> "Colu
     if target.typeName() == "string":
         return raw
     return raw.cast(target)
+
+
+def arrow_schema(schema: "StructType") -> pa.Schema:
+    """The Arrow schema Spark reads `schema`'s rows from (timestamps as UTC instants)."""
+    from pyspark.sql import types as st
+
+    def conv(t: Any) -> pa.DataType:
+        simple = {st.ByteType: pa.int8(), st.ShortType: pa.int16(), st.IntegerType: pa.int32(),
+                  st.LongType: pa.int64(), st.FloatType: pa.float32(),
+                  st.DoubleType: pa.float64(), st.StringType: pa.string(),
+                  st.BinaryType: pa.binary(), st.DateType: pa.date32(),
+                  st.TimestampNTZType: pa.timestamp("us"),
+                  st.TimestampType: pa.timestamp("us", tz="UTC"), st.BooleanType: pa.bool_()}
+        for k, v in simple.items():
+            if type(t) is k:
+                return v
+        if isinstance(t, st.DecimalType):
+            return pa.decimal128(t.precision, t.scale)
+        if isinstance(t, st.StructType):
+            return pa.struct([pa.field(f.name, conv(f.dataType)) for f in t.fields])
+        if isinstance(t, st.ArrayType):
+            return pa.list_(conv(t.elementType))
+        raise TypeError(f"no Arrow type for the Spark type {t.simpleString()}")
+
+    return pa.schema([pa.field(f.name, conv(f.dataType)) for f in schema.fields])
