@@ -851,45 +851,37 @@ def _late_filter(spark: "SparkSession", events: "DataFrame", plan: _Plan,
                        how="left_anti")
 
 
-def create_tombstones(spark: "SparkSession", config: ApplyConfig, spec: TableSpec,
+def create_tombstones(spark: "SparkSession | None", config: ApplyConfig, spec: TableSpec,
                       seq_type: Any) -> None:
     """Create a table's tombstone table, empty, unless it exists (or tombstones are off).
 
     Called where a snapshot creates the data table (beside its write), so the table's first
     deleting batch appends to it instead of creating it on its critical path: a creation
     costs a commit and Delta's first state reconstruction of the table, as much as a MERGE.
+    `spark` None: created by delta-rs, beside a table the driver writes (no session needed).
     """
     if not config.tombstones:
         return
     path = tombstone_path(config.target, spec.schema, spec.table)
-    if path in _KNOWN or _is_delta(spark, path):
+    if spark is None:
+        from deltalake import DeltaTable
+
+        exists = DeltaTable.is_deltatable(path)
+    else:
+        exists = _is_delta(spark, path)
+    if path in _KNOWN or exists:
         return
     plan = _plan(spec, config.options_for(spec.schema, spec.table))
     schema = _tombstone_schema(plan, seq_type, config.zero_dates)
-    create_empty(spark, path, schema, config.table_properties())
+    if spark is None:
+        from ..lake import write_new_table
+        from .typing import arrow_schema
+
+        write_new_table(path, arrow_schema(schema), [], properties=config.table_properties())
+    else:
+        create_empty(spark, path, schema, config.table_properties())
     _KNOWN[path] = {f.name.lower() for f in schema.fields}
     _NEWEST_TOMBSTONE[path] = None  # empty: what this process's batches would read
-    _TOMBSTONED[(path, config.app_id)] = None
-
-
-def create_tombstones_driver(config: ApplyConfig, spec: TableSpec, seq_type: Any) -> None:
-    """`create_tombstones` without Spark (delta-rs), beside a snapshot table the driver
-    writes: the same empty table, so the snapshot needs no session to finish."""
-    from deltalake import DeltaTable
-
-    from ..lake import write_new_table
-    from .typing import arrow_schema
-
-    if not config.tombstones:
-        return
-    path = tombstone_path(config.target, spec.schema, spec.table)
-    if path in _KNOWN or DeltaTable.is_deltatable(path):
-        return
-    plan = _plan(spec, config.options_for(spec.schema, spec.table))
-    schema = _tombstone_schema(plan, seq_type, config.zero_dates)
-    write_new_table(path, arrow_schema(schema), [], properties=config.table_properties())
-    _KNOWN[path] = {f.name.lower() for f in schema.fields}
-    _NEWEST_TOMBSTONE[path] = None
     _TOMBSTONED[(path, config.app_id)] = None
 
 

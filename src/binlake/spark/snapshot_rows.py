@@ -482,7 +482,7 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
     driver can write; else Spark's tasks read the chunks and write."""
     from pyspark.sql import functions as F
 
-    from .apply import create_tombstones, create_tombstones_driver, together
+    from .apply import create_tombstones, together
 
     session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
     by_table: dict[str, list[Chunk]] = {}
@@ -502,7 +502,7 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
             seq_type = chunk_schema(cs[0], config.zero_dates)[SEQ].dataType
             together(lambda: driver_write(session, url, cs, config, plan, opts, path, app_id,
                                           server_id_base, progress[name]),
-                     lambda: create_tombstones_driver(config, t.spec, seq_type))
+                     lambda: create_tombstones(None, config, t.spec, seq_type))
             progress[name].rows = progress[name].read
             KNOWN[path] = {f.lower() for f in plan.cols} | {SEQ_COL.lower(), TS_COL.lower()}
             log.debug("snapshot table written", extra={

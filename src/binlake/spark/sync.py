@@ -527,13 +527,19 @@ def _parse_pos(text: str | None) -> tuple[str, int] | None:
     return (file, int(pos)) if pos.isdigit() else None
 
 
-def _last_offset(checkpoint: Path) -> tuple[str, int] | None:
-    """The end offset of the newest batch in Spark's offset log, if any."""
+def _newest_batch(checkpoint: Path) -> int | None:
+    """The newest batch id in Spark's offset log; None without one (or unreadable)."""
     try:
         ids = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
     except OSError:
         return None
-    return batch_end(checkpoint, max(ids)) if ids else None
+    return max(ids) if ids else None
+
+
+def _last_offset(checkpoint: Path) -> tuple[str, int] | None:
+    """The end offset of the newest batch in Spark's offset log, if any."""
+    last = _newest_batch(checkpoint)
+    return batch_end(checkpoint, last) if last is not None else None
 
 
 def caught_up(url: str, checkpoint: Path, stream_start: str | None) -> bool:
@@ -541,19 +547,15 @@ def caught_up(url: str, checkpoint: Path, stream_start: str | None) -> bool:
     batch's end when that batch is committed (an uncommitted one must be replayed), or at
     `stream_start` before any batch. False when unsure (e.g. a start at "latest", which
     only a running query records)."""
-    try:
-        ids = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
-    except FileNotFoundError:
-        ids = []
-    except OSError:
-        return False
-    if ids:
-        last = max(ids)
-        if not (checkpoint / "commits" / str(last)).is_file():
-            return False
+    last = _newest_batch(checkpoint)
+    if last is None:
+        if (checkpoint / "offsets").exists():
+            return False  # an offset log without a batch we can read: let the query decide
+        at = _parse_pos(stream_start)
+    elif (checkpoint / "commits" / str(last)).is_file():
         at = batch_end(checkpoint, last)
     else:
-        at = _parse_pos(stream_start)
+        return False
     return at is not None and _parse_pos(_binlog_boundary(url)) == at
 
 
@@ -577,6 +579,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
 
     if not opts.tables:
         raise ConfigError("choose the tables to sync", hint="--tables 'db.*,db2.t'")
+    snapshot_in_driver(opts, opts.master)  # a bad --snapshot-writer fails before the JVM
     opts.warehouse.mkdir(parents=True, exist_ok=True)
     # The JVM starts (seconds) while the snapshot does its MySQL-side work.
     session: Callable[[], "SparkSession"]
