@@ -372,13 +372,18 @@ def test_sync_on_minimal_metadata_across_add_column(spark: Any, mariadb_factory:
                         cur.execute(f"UPDATE items SET qty = qty + 1{note} WHERE id = %s", (i,))
                     else:
                         cur.execute("DELETE FROM items WHERE id = %s", (i,))
+                    started.set()
                     time.sleep(0.05)
         finally:
             conn.close()
 
+    # A --once run whose binlog has not moved ends at once (nothing to catch up): start it
+    # after the workload's first change, so it streams while the rest (and ALTER) runs.
+    started = threading.Event()
     t = threading.Thread(target=workload)
     t.start()
     try:
+        assert started.wait(60)
         during = run_sync(opts, spark=spark)  # streams while the workload (and ALTER) runs
     finally:
         t.join()
