@@ -101,6 +101,10 @@ def _rows(spark: Any, path: str) -> list[tuple[Any, ...]]:
     return sorted((tuple(r[c] for c in cols) for r in df.select(*cols).collect()), key=repr)
 
 
+def _version(path: str) -> int:
+    return max(int(p.stem) for p in Path(path, "_delta_log").glob("*.json"))
+
+
 def _same_lakes(spark: Any, a: str, b: str, tables: tuple[str, ...]) -> None:
     for t in tables:
         for path in (table_path, tombstone_path):
@@ -125,6 +129,8 @@ def test_folded_batches_commit_what_the_generic_way_commits(
     generic = ApplyConfig(target=str(tmp_path / "generic"), app_id="g",
                           include=",".join(f"{DB}.{t}" for t in tables))
     folded = ApplyConfig(target=str(tmp_path / "folded"), app_id="f", include=generic.include)
+    driver = ApplyConfig(target=str(tmp_path / "driver"), app_id="d", include=generic.include,
+                         driver_writes=True)
     arrows = [b.toArrow() for b in batches]
     order = [*range(len(batches)), 1]
     # the MERGE's SET is plain for columns every net upsert carries (here every batch: each
@@ -143,8 +149,27 @@ def test_folded_batches_commit_what_the_generic_way_commits(
                 if r.msg == "table applied the generic way"}
         expect = {f"{DB}.fold_all", f"{DB}.fold_pair"} if i == len(batches) else set()  # late
         assert slow == expect, (i, slow)
+        # the same folds MERGEd by delta-rs in the driver: not a table's first batch (it
+        # creates the table) nor the late one (generic); the rest commits as Spark does
+        caplog.clear()
+        apply_batch(spark, batches[k], i + 1, driver, specs, arrow=arrows[k])
+        merged = {r.table for r in caplog.records  # type: ignore[attr-defined]
+                  if r.msg == "table merged in the driver" and not r.replay}
+        expect = set() if i in (0, len(batches)) else {f"{DB}.fold_all", f"{DB}.fold_pair"}
+        assert merged == expect, (i, merged)
         if i in (len(batches) - 1, len(batches)):
             _same_lakes(spark, generic.target, folded.target, tables)
+            _same_lakes(spark, generic.target, driver.target, tables)
+    # a replayed batch id commits nothing again, in the driver as in Spark (fold_all's own
+    # tombstones send it the generic way; fold_pair's newest, its TRUNCATE marker, is older
+    # than the changes the fold keeps)
+    versions = {t: _version(table_path(driver.target, DB, t)) for t in tables}
+    caplog.clear()
+    apply_batch(spark, batches[2], 3, driver, specs, arrow=arrows[2])
+    assert {r.table for r in caplog.records  # type: ignore[attr-defined]
+            if r.msg == "table merged in the driver" and r.replay} == {f"{DB}.fold_pair"}
+    assert {t: _version(table_path(driver.target, DB, t)) for t in tables} == versions
+    _same_lakes(spark, generic.target, driver.target, tables)
     values = {r["id"]: r for r in spark.read.format("delta")
               .load(table_path(folded.target, DB, "fold_all")).collect()}
     assert values[1]["v"] == "noblob" and values[1]["tx"] == "minimal"  # minimal images kept

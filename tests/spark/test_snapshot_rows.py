@@ -260,7 +260,7 @@ def test_driver_and_spark_writers_write_the_same_tables(spark: Any, mariadb: Any
         wh = tmp_path / writer
         rep = run_sync(SyncOptions(url=mariadb.url, tables=f"{DB}.{types_table}",
                                    warehouse=wh, once=True, chunk_size=2,
-                                   snapshot_writer=writer), spark)
+                                   writer=writer), spark)
         assert rep.snapshot_rows == 3
         path = wh / DB / types_table
         df = spark.read.format("delta").load(str(path))

@@ -44,16 +44,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping
 
 from ..cdc.net import (
-    BatchTable, batch_stats as net_stats, foldable, net_scd1, present_columns, table_rows,
+    BatchTable, NetChanges, batch_stats as net_stats, foldable, net_scd1, present_columns,
+    table_rows,
 )
-from ..schema.spec import TableSpec
+from ..schema.spec import BINARY_TYPES, TableSpec
 from .tables import (
     END_AT, KNOWN as _KNOWN, ROW_OPS, SEQ_COL, START_AT, TS_COL, ApplyError, Plan as _Plan,
     create_empty, delta_ref as _delta, is_delta as _is_delta, plan_table as _plan, quote_name as _q,
     seq_lit as _seq_lit, seq_sql as _seq_sql, table_path, target_schema, tombstone_path,
 )
 from .typing import (
-    ZERO_DATE_POLICIES, image_schema, spark_type, typed_value,
+    ZERO_DATE_POLICIES, arrow_schema, image_schema, spark_type, typed_value,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -143,6 +144,11 @@ class ApplyConfig:
 
     checkpoint_interval: int | None = CHECKPOINT_INTERVAL
     """`delta.checkpointInterval` of the tables this config creates (None: Delta's 10)."""
+    driver_writes: bool = False
+    """MERGE the folded SCD1 tables of a driver-held batch in the driver, with delta-rs
+    (`lake.merge`), instead of through Spark: a local master's choice (`SyncOptions.writer`).
+    A table delta-rs does not write as Spark does, or a value the driver does not type,
+    takes the Spark way, which commits the same rows."""
 
     def table_properties(self) -> dict[str, str]:
         """Properties of the Delta tables this config creates."""
@@ -349,12 +355,18 @@ _NEWEST_TOMBSTONE: dict[str, Any] = {}
 """Tombstone table path -> the newest seq it holds (None: none), as this process knows it."""
 
 
-def _newest_tombstone(spark: "SparkSession", path: str) -> Any:
-    """The newest seq of a tombstone table (one small job per table and process)."""
+def _newest_tombstone(spark: "SparkSession", path: str, driver: bool = False) -> Any:
+    """The newest seq of a tombstone table (one small job per table and process; `driver`:
+    read by delta-rs, without a job, where it can)."""
     from pyspark.sql import functions as F
 
     if path in _NEWEST_TOMBSTONE:
         return _NEWEST_TOMBSTONE[path]
+    if driver:
+        newest = _newest_tombstone_in_driver(path)
+        if newest is not False:
+            _NEWEST_TOMBSTONE[path] = newest
+            return newest
     newest = None
     if _is_delta(spark, path):
         row = spark.read.format("delta").load(path).agg(F.max(SEQ_COL).alias("m")).first()
@@ -383,7 +395,7 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
                                          "changes": rows.num_rows, "keys": net.table.num_rows,
                                          "seconds": round(time.monotonic() - t0, 2)})
         if config.tombstones and net.min_seq is not None:
-            newest = _newest_tombstone(spark, tomb_path)
+            newest = _newest_tombstone(spark, tomb_path, config.driver_writes)
             if newest is not None and newest > net.min_seq:
                 why = "a tombstone after the batch's first change"
     if why is not None or net is None:
@@ -394,6 +406,8 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
                      st.deletes, row_deletes=st.dels)
         return
     del rows  # folded: the table's change records are not needed during its MERGE
+    if config.driver_writes and _merge_in_driver(net, plan, spec, opts, st, config, batch_id):
+        return
     app_id = config.app_id
     path = table_path(config.target, spec.schema, spec.table)
     frame = spark.createDataFrame(net.table)
@@ -436,6 +450,132 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
     except Exception:
         _NEWEST_TOMBSTONE.pop(tomb_path, None)
         raise
+
+
+def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableOptions,
+                     st: BatchTable, config: ApplyConfig, batch_id: int) -> bool:
+    """`_apply_rows`'s folded MERGE and tombstone append, by delta-rs in the driver
+    (`ApplyConfig.driver_writes`). False, with nothing written, when the Spark way must take
+    the table: it is new or lacks a column, delta-rs does not write it as Spark would, its
+    column types are not the ones this batch's values take, or a value is not typed here."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from ..lake import merge as lake
+    from ..lake.values import Untyped, typed_column
+
+    name = f"{spec.schema}.{spec.table}"
+    path = table_path(config.target, spec.schema, spec.table)
+    tomb_path = tombstone_path(config.target, spec.schema, spec.table)
+    tombstones = config.tombstones and bool(net.deletes or st.trunc is not None)
+    seq_type = from_arrow_type(net.table.schema.field("_seq").type)
+    wanted = arrow_schema(target_schema(spec, plan, opts, seq_type, config.zero_dates))
+    why = None
+    if not DeltaTable.is_deltatable(path):
+        why = "a new table"
+    else:
+        why = lake.writable(path)
+        if why is None and tombstones and DeltaTable.is_deltatable(tomb_path):
+            why = lake.writable(tomb_path)
+        if why is None:
+            have = pa.schema(DeltaTable(path).schema().to_arrow())
+            for f in wanted:
+                i = have.get_field_index(f.name)
+                if i < 0 or have.field(i).type != f.type:
+                    why = f"column {f.name} is {have.field(i).type if i >= 0 else 'missing'}"
+                    break
+    t = net.table
+    if why is None:
+        try:
+            cols, names = [], []
+            for j, k in enumerate(plan.keys):
+                cols.append(typed_column(t.column(f"_k{j}"), wanted.field(k).type, name=k,
+                                         binary=spec.column(k).type in BINARY_TYPES))
+                names.append(f"_k{j}")
+            cols += [t.column("_seq"), t.column("_ts").cast(wanted.field(TS_COL).type),
+                     t.column("_kind"), t.column("_full")]
+            names += ["_seq", "_ts", "_kind", "_full"]
+            for i, c in enumerate(plan.cols):
+                if plan.key_index(c) is None:
+                    cols += [typed_column(t.column(f"_c{i}"), wanted.field(c).type, name=c,
+                                          binary=spec.column(c).type in BINARY_TYPES),
+                             t.column(f"_p{i}")]
+                    names += [f"_c{i}", f"_p{i}"]
+            source = pa.Table.from_arrays(cols, names=names)
+        except Untyped as exc:
+            why = str(exc)
+    if why is not None:
+        log.debug("table not merged in the driver", extra={"table": name, "why": why})
+        return False
+    spec_m = lake.NetMerge(
+        keys=plan.keys, cols=plan.cols, plain=present_columns(net), seq_col=SEQ_COL,
+        ts_col=TS_COL, truncate=st.trunc,
+        key_index={c: j for c in plan.cols if (j := plan.key_index(c)) is not None})
+    t0 = time.monotonic()
+    try:
+        if tombstones:
+            _tombstones_in_driver(source, plan, spec, st, config, batch_id, seq_type)
+        metrics = lake.merge_net(path, source, spec_m, config.app_id, batch_id)
+        if tombstones:
+            newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
+                                      st.trunc) if x is not None])
+            _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
+    except Exception:
+        _NEWEST_TOMBSTONE.pop(tomb_path, None)
+        raise
+    compacted = lake.compact_if_small(path)
+    log.debug("table merged in the driver",
+              extra={"table": name, "keys": t.num_rows, "replay": metrics is None,
+                     "compacted": compacted, "seconds": round(time.monotonic() - t0, 2)})
+    return True
+
+
+def _tombstones_in_driver(source: "pa.Table", plan: _Plan, spec: TableSpec, st: BatchTable,
+                          config: ApplyConfig, batch_id: int, seq_type: Any) -> None:
+    """`_write_tombstones` by delta-rs: the net deletes' typed keys and seqs (and the
+    TRUNCATE marker), one tagged commit, none for a replayed batch."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..lake.merge import append_tagged
+
+    path = tombstone_path(config.target, spec.schema, spec.table)
+    create_tombstones(None, config, spec, seq_type)
+    if _tombstoned(None, path, config.app_id, batch_id):
+        return
+    schema = arrow_schema(_tombstone_schema(plan, seq_type, config.zero_dates))
+    dels = source.filter(pc.equal(source.column("_kind"), "delete"))
+    cols = [dels.column(f"_k{j}") for j in range(len(plan.keys))]
+    cols += [dels.column("_seq"), pa.array([False] * dels.num_rows, pa.bool_())]
+    rows = pa.Table.from_arrays(cols, schema=schema)
+    if st.trunc is not None:
+        fi, pos, inner, row = st.trunc
+        marker = [pa.nulls(1, f.type) for f in schema][:len(plan.keys)]
+        marker += [pa.array([{"file_index": fi, "pos": pos, "inner": inner, "row": row}],
+                            schema.field(SEQ_COL).type), pa.array([True])]
+        rows = pa.concat_tables([rows, pa.Table.from_arrays(marker, schema=schema)])
+    try:
+        append_tagged(path, rows, _tomb_tag(config.app_id, batch_id))
+    except Exception:
+        forget_tombstone_batches(path)
+        raise
+    _TOMBSTONED[(path, config.app_id)] = batch_id
+
+
+def _newest_tombstone_in_driver(path: str) -> Any:
+    """`_newest_tombstone` by delta-rs; False when delta-rs cannot read the table."""
+    from deltalake import DeltaTable
+
+    from ..lake.merge import newest_struct
+
+    try:
+        if not DeltaTable.is_deltatable(path):
+            return None
+        return newest_struct(path, SEQ_COL)
+    except Exception as exc:  # noqa: BLE001 - Spark reads what delta-rs cannot
+        log.debug("tombstones not read in the driver", extra={"path": path, "why": str(exc)})
+        return False
 
 
 POLICIES = {"zero_dates": ZERO_DATE_POLICIES, "drop_columns": ("drop", "keep"),
@@ -957,23 +1097,38 @@ def _tomb_tag(app_id: str, batch_id: int) -> str:
     return f"{_TOMB_TAG} {batch_id} {app_id}"
 
 
-def _tombstoned(spark: "SparkSession", path: str, app_id: str, batch_id: int) -> bool:
+def _tombstoned(spark: "SparkSession | None", path: str, app_id: str, batch_id: int) -> bool:
     """Whether the tombstone table holds batch `batch_id` of `app_id` already (Delta's txn
-    rule: a version at or below the newest one committed is a replay)."""
+    rule: a version at or below the newest one committed is a replay). `spark` None: the
+    history is read by delta-rs."""
     key = (path, app_id)
     if key not in _TOMBSTONED:
-        newest = None
-        if path in _KNOWN or _is_delta(spark, path):
+        tags: list[str] = []
+        if spark is None:
+            from deltalake import DeltaTable as RsTable
+
+            from ..lake.merge import user_metadata
+
+            if path in _KNOWN or RsTable.is_deltatable(path):
+                tags = user_metadata(path, _TOMB_HISTORY)
+        elif path in _KNOWN or _is_delta(spark, path):
             from delta.tables import DeltaTable
 
-            tags = DeltaTable.forPath(spark, path).history(_TOMB_HISTORY).select("userMetadata")
-            for (tag,) in tags.collect():
-                parts = (tag or "").split(" ", 2)
-                if len(parts) == 3 and parts[0] == _TOMB_TAG and parts[2] == app_id:
-                    newest = max(int(parts[1]), newest if newest is not None else -1)
-        _TOMBSTONED[key] = newest
+            history = DeltaTable.forPath(spark, path).history(_TOMB_HISTORY)
+            tags = [t for (t,) in history.select("userMetadata").collect() if t]
+        _TOMBSTONED[key] = _newest_tagged(tags, app_id)
     known = _TOMBSTONED[key]
     return known is not None and batch_id <= known
+
+
+def _newest_tagged(tags: list[str], app_id: str) -> int | None:
+    """The newest batch id of `app_id` among tombstone commits' tags (None: none)."""
+    newest = None
+    for tag in tags:
+        parts = tag.split(" ", 2)
+        if len(parts) == 3 and parts[0] == _TOMB_TAG and parts[2] == app_id:
+            newest = max(int(parts[1]), newest if newest is not None else -1)
+    return newest
 
 
 def compact_tombstones(spark: "SparkSession", config: ApplyConfig, schema: str,

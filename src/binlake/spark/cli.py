@@ -65,11 +65,12 @@ class ByteSize(click.ParamType):  # type: ignore[type-arg]
 @click.option("--no-snapshot", is_flag=True,
               help="Skip the initial snapshot: only changes from the primary's current end.")
 @click.option("--chunk-size", type=int, default=None, help="Rows per snapshot chunk.")
-@click.option("--snapshot-writer", type=click.Choice(["auto", "driver", "spark"]),
+@click.option("--writer", type=click.Choice(["auto", "driver", "spark"]),
               default="auto", show_default=True,
-              help="Who writes the first snapshot's Delta tables: the driver (rows typed as "
-                   "Arrow, written by delta-rs, no rows through Spark), Spark's executors "
-                   "(one task per chunk), or auto: the driver on a local master.")
+              help="Who writes the Delta tables: the driver (delta-rs: the first snapshot's "
+                   "tables and each batch's SCD1 MERGEs, no rows through Spark), Spark "
+                   "(a snapshot task per chunk, MERGEs in Spark), or auto: the driver on a "
+                   "local master.")
 @click.option("--metrics-port", type=int, default=None,
               help="Serve Prometheus metrics (lag, changes/s, totals) on 127.0.0.1:PORT/metrics; "
                    "they are always written to WAREHOUSE/_binlake/metrics.prom.")
@@ -80,7 +81,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
          scd_type: str, change_log: bool, max_rows_per_trigger: int | None,
          max_bytes_per_trigger: int | None, trigger_interval: float, no_snapshot: bool, chunk_size: int | None,
          metrics_port: int | None, log_json: bool, confs: tuple[str, ...] = (),
-         snapshot_writer: str = "auto") -> None:
+         writer: str = "auto") -> None:
     """Keep Delta Lake tables equal to MySQL/MariaDB tables: snapshot, then stream.
 
     \b
@@ -118,7 +119,7 @@ def sync(url: str | None, tables: str | None, warehouse: str, master: str, once:
                            max_bytes_per_trigger=max_bytes_per_trigger,
                            trigger_seconds=trigger_interval, snapshot=not no_snapshot,
                            chunk_size=chunk_size, metrics_port=metrics_port, conf=conf,
-                           snapshot_writer=snapshot_writer)
+                           writer=writer)
         report = run_sync(opts, on_progress=_progress)
         click.echo(json.dumps({"snapshot_rows": report.snapshot_rows, "batches": report.batches,
                                "rows": report.rows, "stream_start": report.stream_start}))

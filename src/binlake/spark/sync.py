@@ -115,10 +115,11 @@ class SyncOptions:
     conf: dict[str, str] = field(default_factory=dict)
     metrics_port: int | None = None
     """Also serve the metrics over HTTP on 127.0.0.1 at this port (0: any free port)."""
-    snapshot_writer: str = "auto"
-    """Who writes the first snapshot's new tables: "driver" (read, typed and written as
-    Delta by the driver, with delta-rs: no rows through Spark), "spark" (one Spark task per
-    chunk), or "auto": the driver on a local master, Spark on a cluster."""
+    writer: str = "auto"
+    """Who writes the Delta tables: "driver" (delta-rs in the driver: the first snapshot's
+    new tables, read and typed there, and each batch's folded SCD1 MERGEs; no rows through
+    Spark), "spark" (a snapshot task per chunk, every MERGE in Spark), or "auto": the
+    driver on a local master, Spark on a cluster."""
 
 
 @dataclass
@@ -357,7 +358,7 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
     first Spark job runs meanwhile. `master`: the session's master (default `opts.master`),
     which decides the "auto" snapshot writer."""
     session: Callable[[], "SparkSession"] = spark if callable(spark) else (lambda: spark)
-    driver_writes = snapshot_in_driver(opts, master or opts.master)
+    driver_writes = writes_in_driver(opts, master or opts.master)
     history = schema_history_path(opts.warehouse)
     for tries in range(1, SNAPSHOT_RETRIES + 1):
         # The binlog end before planning: a table created after this point is not in the
@@ -387,26 +388,26 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
     return rows
 
 
-SNAPSHOT_WRITERS = ("auto", "driver", "spark")
+WRITERS = ("auto", "driver", "spark")
 
 
-def snapshot_in_driver(opts: SyncOptions, master: str) -> bool:
-    """Whether the direct snapshot's tables are written by the driver (`SyncOptions.
-    snapshot_writer`). On a local master the driver is the only executor anyway, and its
-    own Parquet writes (delta-rs) take a fraction of Spark's; a cluster's executors write."""
+def writes_in_driver(opts: SyncOptions, master: str) -> bool:
+    """Whether the driver writes the Delta tables with delta-rs (`SyncOptions.writer`): the
+    direct snapshot's new tables and the folded SCD1 MERGEs. On a local master the driver
+    is the only executor anyway, and delta-rs's native writes and MERGEs take a fraction of
+    Spark's; a cluster's executors write."""
     from ..lake.write import available
 
-    if opts.snapshot_writer not in SNAPSHOT_WRITERS:
-        raise ConfigError(f"snapshot writer {opts.snapshot_writer!r} is not one of "
-                          f"{', '.join(SNAPSHOT_WRITERS)}")
-    if opts.snapshot_writer == "spark":
+    if opts.writer not in WRITERS:
+        raise ConfigError(f"writer {opts.writer!r} is not one of {', '.join(WRITERS)}")
+    if opts.writer == "spark":
         return False
     if not available():
-        if opts.snapshot_writer == "driver":
-            raise ConfigError("the driver's snapshot writer needs the deltalake package",
-                              hint="pip install deltalake, or --snapshot-writer spark")
+        if opts.writer == "driver":
+            raise ConfigError("the driver's writer needs the deltalake package",
+                              hint="pip install deltalake, or --writer spark")
         return False
-    return opts.snapshot_writer == "driver" or master.strip().lower().startswith("local")
+    return opts.writer == "driver" or master.strip().lower().startswith("local")
 
 
 def _direct(opts: SyncOptions, config: ApplyConfig) -> bool:
@@ -579,7 +580,7 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
 
     if not opts.tables:
         raise ConfigError("choose the tables to sync", hint="--tables 'db.*,db2.t'")
-    snapshot_in_driver(opts, opts.master)  # a bad --snapshot-writer fails before the JVM
+    driver_writes = writes_in_driver(opts, opts.master)  # a bad --writer fails before the JVM
     opts.warehouse.mkdir(parents=True, exist_ok=True)
     # The JVM starts (seconds) while the snapshot does its MySQL-side work.
     session: Callable[[], "SparkSession"]
@@ -593,9 +594,11 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
     # Tombstones stay on: a sync applies in binlog order, so no older change arrives late,
     # but `binlake verify` reads them to tell a key deleted after its source read from a
     # missing row (without them it reported such deletes as differences).
+    if spark is not None:
+        driver_writes = writes_in_driver(opts, spark.sparkContext.master)
     config = ApplyConfig(target=str(opts.warehouse), app_id=state.data["app_id"],
                          default=TableOptions(scd_type=opts.scd_type), include=opts.tables,
-                         change_log=opts.change_log)
+                         change_log=opts.change_log, driver_writes=driver_writes)
     specs = _spec_resolver(opts.url)
     history = HistorySpecs(schema_history_path(opts.warehouse), specs)
     ckpt = checkpoint_path(opts.warehouse)
