@@ -388,14 +388,14 @@ def test_sync_survives_sigkill(spark: Any, mariadb_factory: Any, tmp_path: Path)
         assert b"fault injection: SIGKILL in the snapshot" in log.read_bytes()
         phase = json.loads(state.read_text())
         killed.append(("snapshot", phase.get("pending"), phase.get("snapshot_done")))
-        # 2. during streaming: after the first applied batch
+        # 2. during streaming, inside a batch: between a table's tombstones and its MERGE
+        # in the driver (delta-rs), other tables of the batch committed or not
         seen = log.stat().st_size
-        proc = _start(_sync_cmd(server, warehouse, *extra), log)
-        batches = lambda: b"changes applied" in log.read_bytes()[seen:]  # noqa: E731
-        assert _wait_for(batches, proc, 180), log.read_text()[-3000:]
-        time.sleep(rng.uniform(0.0, 3.0))
-        assert proc.poll() is None, "the stream finished before it could be killed"
-        _kill(proc)
+        proc = _start(_sync_cmd(server, warehouse, *extra), log,
+                      env={"BINLAKE_FAULT_KILL_IN_DRIVER_MERGE": str(rng.randint(1, 3))})
+        assert proc.wait(300) == -signal.SIGKILL, log.read_text()[-3000:]
+        _kill(proc)  # its Spark JVM too
+        assert b"fault injection: SIGKILL in a driver MERGE" in log.read_bytes()[seen:]
         killed.append(("stream",))
         # 3. between the Delta commits of a batch and Spark's record of it (offset commit)
         seen = log.stat().st_size

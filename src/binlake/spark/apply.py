@@ -34,8 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import itertools
 import logging
+import os
 import queue
+import signal
 import threading
 import time
 import uuid
@@ -89,6 +92,11 @@ sets it (None: Delta's default); tables that exist keep their own setting.
 """
 
 log = logging.getLogger("binlake.apply")
+
+_KILL_IN_MERGE = int(os.environ.get("BINLAKE_FAULT_KILL_IN_DRIVER_MERGE", "0") or 0)
+"""Tests only: SIGKILL the job at the Nth MERGE in the driver, after its tombstones went in
+and before the MERGE commits."""
+_DRIVER_MERGES = itertools.count(1)
 
 SpecSource = Mapping[tuple[str, str], TableSpec] | Callable[[str, str], "TableSpec | None"]
 
@@ -516,6 +524,10 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
     try:
         if tombstones:
             _tombstones_in_driver(source, plan, spec, st, config, batch_id, seq_type)
+        if _KILL_IN_MERGE and next(_DRIVER_MERGES) >= _KILL_IN_MERGE:
+            log.warning("fault injection: SIGKILL in a driver MERGE", extra={"table": name})
+            logging.shutdown()
+            os.kill(os.getpid(), signal.SIGKILL)
         metrics = lake.merge_net(path, source, spec_m, config.app_id, batch_id)
         if tombstones:
             newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
