@@ -44,6 +44,7 @@ from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from ..progress import Progress
 from .apply import ApplyConfig, TableOptions, apply_batch
+from .tables import table_path
 from ..cdc.arrow import file_index
 from .metrics import SyncMetrics
 
@@ -388,6 +389,25 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
     return rows
 
 
+def warm_delta(spark: "SparkSession", config: ApplyConfig, path: str) -> None:
+    """What a DDL batch does first in Spark's Delta, done ahead and idle: open (create) the
+    evolve journal, read a synced table's history and a row. Nothing is committed to a
+    synced table; a failure is only logged (the batch that needs it does it again)."""
+    from delta.tables import DeltaTable
+
+    from .evolve import open_journal
+
+    t0 = time.monotonic()
+    try:
+        open_journal(spark, config, -1)
+        DeltaTable.forPath(spark, path).history(1).collect()
+        spark.read.format("delta").load(path).limit(1).collect()
+    except Exception as exc:  # noqa: BLE001 - a warm-up only
+        log.debug("Delta warm-up failed", extra={"why": str(exc)})
+        return
+    log.debug("Delta warmed", extra={"seconds": round(time.monotonic() - t0, 2)})
+
+
 WRITERS = ("auto", "driver", "spark")
 
 
@@ -656,6 +676,9 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         source["maxBytesPerTrigger"] = str(max_bytes)
     reader = spark_now.readStream.format("binlake").options(**source)
     lock = threading.Lock()
+    # A long-running sync whose MERGEs run in the driver leaves Spark's Delta cold: warm it
+    # once, so the first DDL batch does not pay its first uses (a `--once` run has no later).
+    warm = [True] if config.driver_writes and not opts.once else []
 
     def handle(batch: "DataFrame", batch_id: int) -> None:
         from .stream_source import read_planned
@@ -693,6 +716,12 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         log.info("batch applied", extra=info)
         if on_progress is not None:
             on_progress(info)
+        if warm and n and result.tables:
+            warm.clear()  # once, when the stream first applies changes
+            table = result.tables[0].split(".", 1)
+            threading.Thread(target=warm_delta, name="binlake-warm", daemon=True,
+                             args=(batch.sparkSession, config,
+                                   table_path(config.target, table[0], table[1]))).start()
 
     writer = (reader.load().writeStream.foreachBatch(handle)
               .option("checkpointLocation", str(ckpt)))
