@@ -179,3 +179,69 @@ def test_a_local_session_gets_a_driver_heap(spark: Any) -> None:
     expected = local_driver_memory()
     assert expected is not None  # the tests choose no heap of their own
     assert spark.sparkContext.getConf().get("spark.driver.memory") == expected
+
+
+def test_driver_typing_equals_spark_typing(spark: Any, corpus_dir: Path) -> None:
+    """`lake.values.typed_column` (the driver's MERGE source) gives each corpus value the
+    value Spark's `typed_value` gives it, for every column type a fold carries; a value it
+    refuses (`Untyped`: zero or invalid dates here, which send the batch to Spark) is one
+    Spark makes NULL under the default zero-dates policy."""
+    import json
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from binlake.cdc.net import NESTED_TYPES
+    from binlake.lake.values import Untyped, typed_column
+    from binlake.schema.spec import BINARY_TYPES
+    from binlake.spark.typing import arrow_schema, spark_schema
+
+    def text(v: Any) -> Any:  # the fold's text of a parsed image value
+        return {True: "true", False: "false"}.get(v, v) if isinstance(v, bool) else v
+
+    path = corpus_dir / CORPUS_FILE
+    specs = specs_from_events(read_events(path))
+    df = spark.read.format("binlake").load(str(path)).where("op = 'insert'")
+    rows = df.select("schema", "table", F.col("seq.pos").alias("p"), F.col("seq.row").alias("r"),
+                     "after").collect()
+    compared, refused = set(), set()
+    for (schema, table), spec in specs.items():
+        mine = [r for r in rows if (r["schema"], r["table"]) == (schema, table)]
+        cols = [c for c in spec.columns if c.type not in NESTED_TYPES]
+        if not mine or not cols:
+            continue
+        target = arrow_schema(spark_schema(spec, "null", [c.name for c in cols]))
+        images = [json.loads(r["after"], parse_int=str, parse_float=str) for r in mine]
+        arrays, names = [], []
+        for c in cols:
+            texts = pa.array([text(img.get(c.name)) for img in images], pa.string())
+            t, binary = target.field(c.name).type, c.type in BINARY_TYPES
+            try:
+                arrays.append(typed_column(texts, t, name=c.name, binary=binary))
+            except Untyped:  # value by value: what the driver refuses, Spark makes NULL
+                refused.add(c.type)
+                one = []
+                for v in texts:
+                    try:
+                        one.append(typed_column(pa.array([v]), t, name=c.name,
+                                                binary=binary)[0].as_py())
+                    except Untyped:
+                        one.append(None)
+                arrays.append(pa.array(one, t))
+            names.append(c.name)
+        ids = pa.array([f"{r['p']}/{r['r']}" for r in mine])
+        driver = spark.createDataFrame(pa.Table.from_arrays([ids, *arrays], ["_id", *names]))
+        js = image_schema(spec, names)
+        by_spark = (df.where((F.col("schema") == schema) & (F.col("table") == table))
+                    .select(F.concat_ws("/", "seq.pos", "seq.row").alias("_id"),
+                            F.from_json("after", js).alias("a"))
+                    .select("_id", *[typed_value(F.col("a").getField(n), spec.column(n))
+                                     .alias(n) for n in names]))
+        assert by_spark.count() == driver.count() == len(mine)
+        differ = driver.exceptAll(by_spark).count() + by_spark.exceptAll(driver).count()
+        assert differ == 0, (table, driver.exceptAll(by_spark).limit(3).collect())
+        compared |= {spec.column(n).type for n in names}
+    # every flat type of the corpus went through the driver's typing at least once
+    assert {"int", "bigint", "decimal", "double", "float", "datetime", "timestamp",
+            "date", "varchar", "blob", "bit", "year"} <= compared, compared
+    assert refused <= {"date", "datetime", "timestamp"}, refused

@@ -162,3 +162,40 @@ def test_values_the_driver_does_not_type(texts: list[Any], target: pa.DataType,
                                          binary: bool) -> None:
     with pytest.raises(Untyped, match="column c"):
         typed_column(pa.array(texts, pa.string()), target, binary=binary, name="c")
+
+
+def test_unwritable_names_the_column_or_the_table(tmp_path: Path) -> None:
+    path = _target(tmp_path / "t")
+    from deltalake import DeltaTable
+
+    have = pa.schema(DeltaTable(path).schema().to_arrow())
+    assert lake.unwritable(path, have) is None
+    assert lake.unwritable(str(tmp_path / "none"), have) == "a new table"
+    more = have.append(pa.field("w", pa.int32()))
+    assert lake.unwritable(path, more) == "column w is missing"
+    other = pa.schema([pa.field("n", pa.int32())])
+    assert lake.unwritable(path, other) == "column n is int64, not int32"
+
+
+def test_net_source_types_values_and_tombstone_rows() -> None:
+    net = pa.table({"_k0": ["1", "2", "3"], "_seq": pa.array([seq(1, 1), seq(1, 2), seq(1, 3)], SEQ),
+                    "_ts": pa.array([None] * 3, pa.timestamp("us", tz="UTC")),
+                    "_kind": ["upsert", "delete", "upsert"], "_full": [True, False, False],
+                    "_c0": ["1", None, "3"], "_p0": [True, False, True],
+                    "_c1": ["a", None, None], "_p1": [True, False, False],
+                    "_c2": ["AP8=", None, None], "_p2": [True, False, False]})
+    spec = lake.NetMerge(keys=["Id"], cols=["Id", "v", "b"], key_index={"Id": 0}, plain=(),
+                         seq_col="_binlake_seq", ts_col="_binlake_ts")
+    types = {"Id": pa.int32(), "v": pa.string(), "b": pa.binary(), "_binlake_ts": TS}
+    src = lake.net_source(net, spec, types, {"b"})
+    assert src.column_names == ["_k0", "_seq", "_ts", "_kind", "_full", "_c1", "_p1",
+                                "_c2", "_p2"]  # the key's value column is not carried
+    assert src.column("_k0").type == pa.int32() and src.column("_c2").to_pylist()[0] == b"\0\xff"
+    schema = pa.schema([("Id", pa.int32()), ("_binlake_seq", SEQ),
+                        ("_binlake_truncate", pa.bool_())])
+    rows = lake.tombstone_rows(src, 1, schema, (1, 9, 0, 0))
+    assert rows.to_pylist() == [
+        {"Id": 2, "_binlake_seq": seq(1, 2), "_binlake_truncate": False},
+        {"Id": None, "_binlake_seq": seq(1, 9), "_binlake_truncate": True}]
+    with pytest.raises(Untyped, match="column Id"):
+        lake.net_source(net.set_column(0, "_k0", pa.array(["x", "2", "3"])), spec, types, {"b"})

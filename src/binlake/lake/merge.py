@@ -86,6 +86,68 @@ def writable(path: str) -> str | None:
     return None
 
 
+def unwritable(path: str, wanted: pa.Schema) -> str | None:
+    """None when delta-rs can MERGE rows of `wanted`'s columns into the table at `path` as
+    Spark would (`writable`, and each column there with the type the rows take); else why
+    not (a missing column is added by Spark first)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        return "a new table"
+    why = writable(path)
+    if why is not None:
+        return why
+    have = pa.schema(DeltaTable(path).schema().to_arrow())
+    for f in wanted:
+        i = have.get_field_index(f.name)
+        if i < 0:
+            return f"column {f.name} is missing"
+        if have.field(i).type != f.type:
+            return f"column {f.name} is {have.field(i).type}, not {f.type}"
+    return None
+
+
+def net_source(net: pa.Table, spec: NetMerge, types: Mapping[str, pa.DataType],
+               binary: Collection[str]) -> pa.Table:
+    """A fold's net rows (their values as image texts) as `merge_net`'s source: each key
+    and value typed as its column's `types` entry (`binary`: columns whose texts are
+    base64), `_ts` as the `ts_col` type. Raises `values.Untyped` for a value Arrow does not
+    cast exactly (the caller then takes Spark's way)."""
+    from .values import typed_column
+
+    cols: list[Any] = []
+    names: list[str] = []
+    for j, k in enumerate(spec.keys):
+        cols.append(typed_column(net.column(f"_k{j}"), types[k], binary=k in binary, name=k))
+        names.append(f"_k{j}")
+    cols += [net.column("_seq"), net.column("_ts").cast(types[spec.ts_col]),
+             net.column("_kind"), net.column("_full")]
+    names += ["_seq", "_ts", "_kind", "_full"]
+    for i, c in enumerate(spec.cols):
+        if c not in spec.key_index:  # keys are set from `_k<j>`
+            cols += [typed_column(net.column(f"_c{i}"), types[c], binary=c in binary, name=c),
+                     net.column(f"_p{i}")]
+            names += [f"_c{i}", f"_p{i}"]
+    return pa.Table.from_arrays(cols, names=names)
+
+
+def tombstone_rows(source: pa.Table, nkeys: int, schema: pa.Schema,
+                   truncate: Sequence[int] | None) -> pa.Table:
+    """A tombstone table's rows (`schema`: the keys, the seq, the TRUNCATE flag) for a
+    `net_source`'s deletes, and a marker row (keys NULL) for a TRUNCATE."""
+    dels = source.filter(pc.equal(source.column("_kind"), "delete"))
+    cols = [dels.column(f"_k{j}") for j in range(nkeys)]
+    cols += [dels.column("_seq"), pa.array([False] * dels.num_rows, pa.bool_())]
+    rows = pa.Table.from_arrays(cols, schema=schema)
+    if truncate is None:
+        return rows
+    fi, pos, inner, row = truncate
+    marker = [pa.nulls(1, f.type) for f in list(schema)[:nkeys]]
+    marker += [pa.array([{"file_index": fi, "pos": pos, "inner": inner, "row": row}],
+                        schema.field(nkeys).type), pa.array([True])]
+    return pa.concat_tables([rows, pa.Table.from_arrays(marker, schema=schema)])
+
+
 def committed(path: str, app_id: str, version: int) -> bool:
     """Whether the table holds transaction `version` of `app_id` already (or a later one)."""
     from deltalake import DeltaTable

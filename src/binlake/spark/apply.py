@@ -463,15 +463,15 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
 def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableOptions,
                      st: BatchTable, config: ApplyConfig, batch_id: int) -> bool:
     """`_apply_rows`'s folded MERGE and tombstone append, by delta-rs in the driver
-    (`ApplyConfig.driver_writes`). False, with nothing written, when the Spark way must take
-    the table: it is new or lacks a column, delta-rs does not write it as Spark would, its
-    column types are not the ones this batch's values take, or a value is not typed here."""
-    import pyarrow as pa
+    (`ApplyConfig.driver_writes`, `lake.merge`). False, with nothing written, when the Spark
+    way must take the table: it is new or lacks a column, delta-rs does not write it as
+    Spark would, its column types are not the ones the rows take, or a value is not typed
+    exactly by Arrow."""
     from deltalake import DeltaTable
     from pyspark.sql.pandas.types import from_arrow_type
 
     from ..lake import merge as lake
-    from ..lake.values import Untyped, typed_column
+    from ..lake.values import Untyped
 
     name = f"{spec.schema}.{spec.table}"
     path = table_path(config.target, spec.schema, spec.table)
@@ -479,56 +479,42 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
     tombstones = config.tombstones and bool(net.deletes or st.trunc is not None)
     seq_type = from_arrow_type(net.table.schema.field("_seq").type)
     wanted = arrow_schema(target_schema(spec, plan, opts, seq_type, config.zero_dates))
-    why = None
-    if not DeltaTable.is_deltatable(path):
-        why = "a new table"
-    else:
-        why = lake.writable(path)
-        if why is None and tombstones and DeltaTable.is_deltatable(tomb_path):
-            why = lake.writable(tomb_path)
-        if why is None:
-            have = pa.schema(DeltaTable(path).schema().to_arrow())
-            for f in wanted:
-                i = have.get_field_index(f.name)
-                if i < 0 or have.field(i).type != f.type:
-                    why = f"column {f.name} is {have.field(i).type if i >= 0 else 'missing'}"
-                    break
-    t = net.table
-    if why is None:
-        try:
-            cols, names = [], []
-            for j, k in enumerate(plan.keys):
-                cols.append(typed_column(t.column(f"_k{j}"), wanted.field(k).type, name=k,
-                                         binary=spec.column(k).type in BINARY_TYPES))
-                names.append(f"_k{j}")
-            cols += [t.column("_seq"), t.column("_ts").cast(wanted.field(TS_COL).type),
-                     t.column("_kind"), t.column("_full")]
-            names += ["_seq", "_ts", "_kind", "_full"]
-            for i, c in enumerate(plan.cols):
-                if plan.key_index(c) is None:
-                    cols += [typed_column(t.column(f"_c{i}"), wanted.field(c).type, name=c,
-                                          binary=spec.column(c).type in BINARY_TYPES),
-                             t.column(f"_p{i}")]
-                    names += [f"_c{i}", f"_p{i}"]
-            source = pa.Table.from_arrays(cols, names=names)
-        except Untyped as exc:
-            why = str(exc)
-    if why is not None:
-        log.debug("table not merged in the driver", extra={"table": name, "why": why})
-        return False
-    spec_m = lake.NetMerge(
+    merge = lake.NetMerge(
         keys=plan.keys, cols=plan.cols, plain=present_columns(net), seq_col=SEQ_COL,
         ts_col=TS_COL, truncate=st.trunc,
         key_index={c: j for c in plan.cols if (j := plan.key_index(c)) is not None})
+    why = lake.unwritable(path, wanted)
+    if why is None and tombstones and DeltaTable.is_deltatable(tomb_path):
+        why = lake.writable(tomb_path)
+    source = None
+    if why is None:
+        try:
+            source = lake.net_source(net.table, merge, {f.name: f.type for f in wanted},
+                                     {c for c in plan.cols if spec.column(c).type in BINARY_TYPES})
+        except Untyped as exc:
+            why = str(exc)
+    if why is not None or source is None:
+        log.debug("table not merged in the driver", extra={"table": name, "why": why})
+        return False
     t0 = time.monotonic()
     try:
         if tombstones:
-            _tombstones_in_driver(source, plan, spec, st, config, batch_id, seq_type)
+            create_tombstones(None, config, spec, seq_type)
+            if not _tombstoned(None, tomb_path, config.app_id, batch_id):
+                schema = arrow_schema(_tombstone_schema(plan, seq_type, config.zero_dates))
+                try:
+                    lake.append_tagged(tomb_path, lake.tombstone_rows(
+                        source, len(plan.keys), schema, st.trunc),
+                        _tomb_tag(config.app_id, batch_id))
+                except Exception:
+                    forget_tombstone_batches(tomb_path)
+                    raise
+                _TOMBSTONED[(tomb_path, config.app_id)] = batch_id
         if _KILL_IN_MERGE and next(_DRIVER_MERGES) >= _KILL_IN_MERGE:
             log.warning("fault injection: SIGKILL in a driver MERGE", extra={"table": name})
             logging.shutdown()
             os.kill(os.getpid(), signal.SIGKILL)
-        metrics = lake.merge_net(path, source, spec_m, config.app_id, batch_id)
+        metrics = lake.merge_net(path, source, merge, config.app_id, batch_id)
         if tombstones:
             newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
                                       st.trunc) if x is not None])
@@ -538,41 +524,9 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
         raise
     compacted = lake.compact_if_small(path)
     log.debug("table merged in the driver",
-              extra={"table": name, "keys": t.num_rows, "replay": metrics is None,
+              extra={"table": name, "keys": net.table.num_rows, "replay": metrics is None,
                      "compacted": compacted, "seconds": round(time.monotonic() - t0, 2)})
     return True
-
-
-def _tombstones_in_driver(source: "pa.Table", plan: _Plan, spec: TableSpec, st: BatchTable,
-                          config: ApplyConfig, batch_id: int, seq_type: Any) -> None:
-    """`_write_tombstones` by delta-rs: the net deletes' typed keys and seqs (and the
-    TRUNCATE marker), one tagged commit, none for a replayed batch."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..lake.merge import append_tagged
-
-    path = tombstone_path(config.target, spec.schema, spec.table)
-    create_tombstones(None, config, spec, seq_type)
-    if _tombstoned(None, path, config.app_id, batch_id):
-        return
-    schema = arrow_schema(_tombstone_schema(plan, seq_type, config.zero_dates))
-    dels = source.filter(pc.equal(source.column("_kind"), "delete"))
-    cols = [dels.column(f"_k{j}") for j in range(len(plan.keys))]
-    cols += [dels.column("_seq"), pa.array([False] * dels.num_rows, pa.bool_())]
-    rows = pa.Table.from_arrays(cols, schema=schema)
-    if st.trunc is not None:
-        fi, pos, inner, row = st.trunc
-        marker = [pa.nulls(1, f.type) for f in schema][:len(plan.keys)]
-        marker += [pa.array([{"file_index": fi, "pos": pos, "inner": inner, "row": row}],
-                            schema.field(SEQ_COL).type), pa.array([True])]
-        rows = pa.concat_tables([rows, pa.Table.from_arrays(marker, schema=schema)])
-    try:
-        append_tagged(path, rows, _tomb_tag(config.app_id, batch_id))
-    except Exception:
-        forget_tombstone_batches(path)
-        raise
-    _TOMBSTONED[(path, config.app_id)] = batch_id
 
 
 def _newest_tombstone_in_driver(path: str) -> Any:
