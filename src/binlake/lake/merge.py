@@ -7,7 +7,7 @@ are those of the Spark way (`spark/apply.py`'s `_scd1`), written in DataFusion's
 
 Exactly once as Spark's `txnAppId`/`txnVersion`: the commit records the transaction
 (app id, batch id), and a batch whose id is at or below the table's recorded one is a
-replay, committed nothing again.
+replay and commits nothing.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ SMALL_FILE_BYTES = 16 << 20
 """A file below this is small (binlake's sessions set Delta's `minFileSize` to it)."""
 
 COMPACT_TARGET_BYTES = 128 << 20
+"""The file size compaction writes (Delta's `maxFileSize` default)."""
 
 
 @dataclass(frozen=True)
