@@ -197,5 +197,10 @@ def test_net_source_types_values_and_tombstone_rows() -> None:
     assert rows.to_pylist() == [
         {"Id": 2, "_binlake_seq": seq(1, 2), "_binlake_truncate": False},
         {"Id": None, "_binlake_seq": seq(1, 9), "_binlake_truncate": True}]
+    table = pa.schema([("Id", pa.int32()), ("v", pa.string()), ("b", pa.binary()),
+                       ("_binlake_seq", SEQ), ("_binlake_ts", TS)])
+    assert [(r["Id"], r["v"], r["b"]) for r in
+            lake.inserted_rows(src, spec, table).to_pylist()] == [(1, "a", b"\0\xff"),
+                                                                  (3, None, None)]
     with pytest.raises(Untyped, match="column Id"):
         lake.net_source(net.set_column(0, "_k0", pa.array(["x", "2", "3"])), spec, types, {"b"})

@@ -132,6 +132,16 @@ def net_source(net: pa.Table, spec: NetMerge, types: Mapping[str, pa.DataType],
     return pa.Table.from_arrays(cols, names=names)
 
 
+def inserted_rows(source: pa.Table, spec: NetMerge, schema: pa.Schema) -> pa.Table:
+    """What `merge_net` would insert into a table without rows: the net upserts of a
+    `net_source` as the table's columns (`schema`: `spec.cols`, then the seq and ts columns)."""
+    ups = source.filter(pc.equal(source.column("_kind"), "upsert"))
+    cols = [ups.column(f"_k{spec.key_index[c]}" if c in spec.key_index
+                       else f"_c{list(spec.cols).index(c)}") for c in spec.cols]
+    cols += [ups.column("_seq"), ups.column("_ts")]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 def tombstone_rows(source: pa.Table, nkeys: int, schema: pa.Schema,
                    truncate: Sequence[int] | None) -> pa.Table:
     """A tombstone table's rows (`schema`: the keys, the seq, the TRUNCATE flag) for a

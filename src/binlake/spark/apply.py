@@ -463,14 +463,14 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
 def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableOptions,
                      st: BatchTable, config: ApplyConfig, batch_id: int) -> bool:
     """`_apply_rows`'s folded MERGE and tombstone append, by delta-rs in the driver
-    (`ApplyConfig.driver_writes`, `lake.merge`). False, with nothing written, when the Spark
-    way must take the table: it is new or lacks a column, delta-rs does not write it as
-    Spark would, its column types are not the ones the rows take, or a value is not typed
-    exactly by Arrow."""
+    (`ApplyConfig.driver_writes`, `lake.merge`); a new table is written with the net
+    upserts, as `_scd1_create` does. False, with nothing written, when the Spark way must
+    take the table: it lacks a column, delta-rs does not write it as Spark would, its
+    column types are not the ones the rows take, or a value is not typed exactly by Arrow."""
     from deltalake import DeltaTable
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from ..lake import merge as lake
+    from ..lake import merge as lake, write_new_table
     from ..lake.values import Untyped
 
     name = f"{spec.schema}.{spec.table}"
@@ -483,7 +483,8 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
         keys=plan.keys, cols=plan.cols, plain=present_columns(net), seq_col=SEQ_COL,
         ts_col=TS_COL, truncate=st.trunc,
         key_index={c: j for c in plan.cols if (j := plan.key_index(c)) is not None})
-    why = lake.unwritable(path, wanted)
+    create = not DeltaTable.is_deltatable(path)  # its first batch writes it, as `_scd1_create`
+    why = None if create else lake.unwritable(path, wanted)
     if why is None and tombstones and DeltaTable.is_deltatable(tomb_path):
         why = lake.writable(tomb_path)
     source = None
@@ -514,7 +515,13 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
             log.warning("fault injection: SIGKILL in a driver MERGE", extra={"table": name})
             logging.shutdown()
             os.kill(os.getpid(), signal.SIGKILL)
-        metrics = lake.merge_net(path, source, merge, config.app_id, batch_id)
+        if create:
+            write_new_table(path, wanted, lake.inserted_rows(source, merge, wanted).to_batches(),
+                            properties=config.table_properties(), app_id=config.app_id,
+                            version=batch_id)
+            metrics: dict[str, Any] | None = {}
+        else:
+            metrics = lake.merge_net(path, source, merge, config.app_id, batch_id)
         if tombstones:
             newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
                                       st.trunc) if x is not None])
@@ -525,7 +532,7 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
     compacted = lake.compact_if_small(path)
     log.debug("table merged in the driver",
               extra={"table": name, "keys": net.table.num_rows, "replay": metrics is None,
-                     "compacted": compacted, "seconds": round(time.monotonic() - t0, 2)})
+                     "new_table": create, "compacted": compacted, "seconds": round(time.monotonic() - t0, 2)})
     return True
 
 
