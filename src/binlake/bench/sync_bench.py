@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (columns, compare_tables, driver_peak_rss_mb, jar_conf, jdbc_jar,
-                     jdbc_source, jvm_peak_rss_mb, jvm_pid, load_avg, rss_mb, start_server,
+                     jdbc_source, jvm_peak_rss_mb, jvm_pid, load_avg, proc_cpu_s, rss_mb, start_server,
                      stop_server, utc_stamp, work_dir, write_json)
 from .workload import SCHEMA, TABLES, Workload, load
 
@@ -259,6 +259,31 @@ def sync_phases(log_text: str, t_launch: float) -> dict[str, Any]:
     return out
 
 
+class CpuMeter:
+    """CPU seconds used from its creation on by the bench's Python process (the driver, with
+    delta-rs's threads), its JVM and the primary (mariadbd), and their sum over the cores:
+    no run using that much CPU can take less wall time on this machine."""
+
+    def __init__(self, server: Any, spark: Any) -> None:
+        self.jvm = jvm_pid(spark)
+        self.primary = server.pid
+        self.start = self._now()
+
+    def _now(self) -> dict[str, float]:
+        def cpu(pid: int | None) -> float:
+            try:
+                return proc_cpu_s(pid) if pid is not None else 0.0
+            except OSError:
+                return 0.0
+        return {"driver": time.process_time(), "jvm": cpu(self.jvm), "primary": cpu(self.primary)}
+
+    def used(self) -> dict[str, float]:
+        now = self._now()
+        out = {k: round(now[k] - self.start[k], 2) for k in now}
+        out["floor_s"] = round(sum(out.values()) / (os.cpu_count() or 1), 2)
+        return out
+
+
 def merge_floors(spark: Any, warehouse: Path, before: Path, work: Path) -> dict[str, float]:
     """Plain append and one bare MERGE (upsert of every row) of the tables' rows now."""
     append_s = merge_s = 0.0
@@ -317,21 +342,26 @@ def run(scale: int = 50_000, seed: int = 6, workdir: Path | None = None,
         opts = SyncOptions(url=server.url, tables=f"{SCHEMA}.*", warehouse=wh, once=True,
                            master=master, max_bytes_per_trigger=max_bytes_per_trigger)
         echo("snapshot: binlake sync --once")
+        cpu = CpuMeter(server, spark)
         snap_s, rep = _timed(lambda: run_sync(opts, spark))
         snap = {"rows": rep.snapshot_rows, "seconds": round(snap_s, 2),
                 "rows_per_s": round(rep.snapshot_rows / snap_s),
-                "snapshot_s": getattr(rep, "snapshot_s", None)}
+                "snapshot_s": getattr(rep, "snapshot_s", None), "cpu_s": cpu.used()}
         echo(f"snapshot: {snap}")
         bounds = _bounds(server)
         if jar:
             echo("snapshot floor: spark.read.jdbc -> Delta")
+            cpu = CpuMeter(server, spark)
             jdbc_s = jdbc_floor(spark, server, work / "jdbc", bounds)
             snap["jdbc_s"] = round(jdbc_s, 2)
+            snap["jdbc_cpu_s"] = cpu.used()
             snap["x_jdbc"] = round(jdbc_s / snap_s, 2)  # >1: binlake faster
             # Once more: the first run pays the JIT of Spark's write path, which an earlier
             # Spark write (a snapshot through Spark) would have paid for it.
+            cpu = CpuMeter(server, spark)
             again_s = jdbc_floor(spark, server, work / "jdbc-again", bounds)
             snap["jdbc_again_s"] = round(again_s, 2)
+            snap["jdbc_again_cpu_s"] = cpu.used()
             snap["x_jdbc_again"] = round(again_s / snap_s, 2)
             echo(f"snapshot floor: jdbc {snap['jdbc_s']} s, x_jdbc {snap['x_jdbc']}; "
                  f"again {snap['jdbc_again_s']} s, x {snap['x_jdbc_again']}")
@@ -601,6 +631,12 @@ def format_summary(doc: dict[str, Any]) -> str:
     extra = [f"snapshot write floor (Arrow in the driver -> Delta): {s['write_s']} s "
              f"(binlake {s['x_write']}x its time)" if s.get("write_s") is not None
              else "snapshot write floor skipped"]
+    for key, name in (("cpu_s", "binlake"), ("jdbc_cpu_s", "jdbc"),
+                      ("jdbc_again_cpu_s", "jdbc again")):
+        if s.get(key):
+            u = s[key]
+            extra.append(f"snapshot CPU, {name}: driver {u['driver']} s, JVM {u['jvm']} s, "
+                         f"primary {u['primary']} s -> no faster than {u['floor_s']} s here")
     if "warm" in s:
         w = s["warm"]
         extra.append(f"snapshot, warm (second run, same session): {w['seconds']} s; "
