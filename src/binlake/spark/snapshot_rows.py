@@ -18,6 +18,7 @@ skips what a chunk already holds).
 from __future__ import annotations
 
 import base64
+import collections
 import itertools
 import os
 import signal
@@ -68,6 +69,10 @@ _KILL_IN_SNAPSHOT = int(os.environ.get("BINLAKE_FAULT_KILL_IN_SNAPSHOT", "0") or
 """Tests only: SIGKILL the job once the driver has written this many snapshot chunks (rows
 handed to delta-rs, their table not yet committed)."""
 _CHUNKS_WRITTEN = itertools.count(1)
+
+READ_AHEAD = 2
+"""Chunks of a table the driver reads (each on its own connection) while it types and
+writes the one before them."""
 
 BATCH_ROWS = 10_000
 BATCH_BYTES = 64 << 20
@@ -606,12 +611,13 @@ def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequen
             yield batch.cast(target_arrow)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="binlake-chunk") as ahead:
-            pending = ahead.submit(read, chunks[0])
+        with ThreadPoolExecutor(max_workers=READ_AHEAD,
+                                thread_name_prefix="binlake-chunk") as ahead:
+            pending = collections.deque(ahead.submit(read, c) for c in chunks[:READ_AHEAD])
             for i, c in enumerate(chunks):
-                res = pending.result()
-                if i + 1 < len(chunks):
-                    pending = ahead.submit(read, chunks[i + 1])
+                res = pending.popleft().result()
+                if i + READ_AHEAD < len(chunks):
+                    pending.append(ahead.submit(read, chunks[i + READ_AHEAD]))
                 for batch in ChunkTyper(c, zero_dates, source_arrow).batches(res):
                     json_rows = batch.column(AFTER_COL).null_count != batch.num_rows
                     if json_rows:
