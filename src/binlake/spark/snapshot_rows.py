@@ -573,7 +573,7 @@ def write_tables(spark: Any, url: str, chunks: Sequence[Chunk], config: "ApplyCo
 def driver_write(session: Callable[[], "SparkSession"], url: str, chunks: Sequence[Chunk],
                  config: "ApplyConfig", plan: Any, opts: Any, path: str, app_id: str,
                  server_id_base: int, progress: TableProgress) -> None:
-    """One table's chunks read and typed in the driver, the next chunk read while one is
+    """One table's chunks read and typed in the driver, the next two chunks read while one is
     written, and written as a new Delta table in one commit by delta-rs (`binlake.lake`).
 
     Rows the Python typing declined (`AFTER_COL`: backfilled JSON images, year-0 temporals)
