@@ -532,7 +532,8 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
     compacted = lake.compact_if_small(path)
     log.debug("table merged in the driver",
               extra={"table": name, "keys": net.table.num_rows, "replay": metrics is None,
-                     "new_table": create, "compacted": compacted, "seconds": round(time.monotonic() - t0, 2)})
+                     "new_table": create, "compacted": compacted,
+                     "seconds": round(time.monotonic() - t0, 2)})
     return True
 
 
