@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -27,6 +28,7 @@ def journal_path(target: str) -> str:
 _JOURNALS: dict[str, list[tuple[str, int, str, str | None]]] = {}
 """Journal rows this process read or wrote, by journal path (one writer per target, as for
 `KNOWN`); dropped when a batch fails."""
+_OPENING = threading.Lock()
 DETAILS: dict[str, tuple[dict[str, str], int, int]] = {}
 """DESCRIBE DETAIL of tables this process read, until it changes them."""
 
@@ -35,16 +37,18 @@ def open_journal(spark: "SparkSession", config: ApplyConfig, batch_id: int) -> d
     """What earlier runs of this batch id recorded (`items`: item -> payload), and the DDL
     other batches applied (`elsewhere`: positions); creates the journal."""
     path = journal_path(config.target)
-    rows = _JOURNALS.get(path)
-    if rows is None:
-        if not is_delta(spark, path):
-            spark.createDataFrame([], JOURNAL_DDL).write.format("delta").mode("ignore").save(path)
-            KNOWN[path] = set()
-            rows = []
-        else:
-            rows = [(r[0], r[1], r[2], r[3]) for r in spark.read.format("delta").load(path)
-                    .select("app_id", "batch_id", "item", "payload").collect()]
-        _JOURNALS[path] = rows
+    with _OPENING:  # a sync's warm-up may open it while a DDL batch does
+        rows = _JOURNALS.get(path)
+        if rows is None:
+            if not is_delta(spark, path):
+                spark.createDataFrame([], JOURNAL_DDL).write.format("delta").mode("ignore") \
+                    .save(path)
+                KNOWN[path] = set()
+                rows = []
+            else:
+                rows = [(r[0], r[1], r[2], r[3]) for r in spark.read.format("delta").load(path)
+                        .select("app_id", "batch_id", "item", "payload").collect()]
+            _JOURNALS[path] = rows
     own = [r for r in rows if (r[0], r[1]) == (config.app_id, batch_id)]
     return {"path": path, "items": {r[2]: r[3] for r in own},
             "elsewhere": {r[2][5:] for r in rows if r[2].startswith("plan:")
