@@ -44,7 +44,6 @@ from .._util.atomic import atomic_write_text
 from ..errors import BinlakeError, ConfigError
 from ..progress import Progress
 from .apply import ApplyConfig, TableOptions, apply_batch
-from .tables import table_path
 from ..cdc.arrow import file_index
 from .metrics import SyncMetrics
 
@@ -389,10 +388,18 @@ def run_snapshot(spark: "SparkSession | Callable[[], SparkSession]", opts: SyncO
     return rows
 
 
-def warm_delta(spark: "SparkSession", config: ApplyConfig, path: str) -> None:
+def _any_table(warehouse: Path) -> str | None:
+    """A synced Delta table of the warehouse (None: none yet)."""
+    for log_dir in sorted(warehouse.glob("*/*/_delta_log")):
+        if log_dir.parent.parent.name != "_binlake":
+            return str(log_dir.parent)
+    return None
+
+
+def warm_delta(spark: "SparkSession", config: ApplyConfig, path: str | None) -> None:
     """What a DDL batch does first in Spark's Delta, done ahead and idle: open (create) the
-    evolve journal, read a synced table's history and a row. Nothing is committed to a
-    synced table; a failure is only logged (the batch that needs it does it again)."""
+    evolve journal, read a synced table's (`path`) history and a row. Nothing is committed
+    to a synced table; a failure is only logged (the batch that needs it does it again)."""
     from delta.tables import DeltaTable
 
     from .evolve import open_journal
@@ -400,8 +407,9 @@ def warm_delta(spark: "SparkSession", config: ApplyConfig, path: str) -> None:
     t0 = time.monotonic()
     try:
         open_journal(spark, config, -1)
-        DeltaTable.forPath(spark, path).history(1).collect()
-        spark.read.format("delta").load(path).limit(1).collect()
+        if path is not None:
+            DeltaTable.forPath(spark, path).history(1).collect()
+            spark.read.format("delta").load(path).limit(1).collect()
     except Exception as exc:  # noqa: BLE001 - a warm-up only
         log.debug("Delta warm-up failed", extra={"why": str(exc)})
         return
@@ -716,12 +724,11 @@ def run_sync(opts: SyncOptions, spark: "SparkSession | None" = None,
         log.info("batch applied", extra=info)
         if on_progress is not None:
             on_progress(info)
-        if warm and n and result.tables:
-            warm.clear()  # once, when the stream first applies changes
-            table = result.tables[0].split(".", 1)
+        if warm:
+            warm.clear()  # once, after the stream's first batch
             threading.Thread(target=warm_delta, name="binlake-warm", daemon=True,
-                             args=(batch.sparkSession, config,
-                                   table_path(config.target, table[0], table[1]))).start()
+                             args=(batch.sparkSession, config, _any_table(opts.warehouse))
+                             ).start()
 
     writer = (reader.load().writeStream.foreachBatch(handle)
               .option("checkpointLocation", str(ckpt)))
