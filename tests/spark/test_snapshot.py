@@ -511,6 +511,14 @@ def test_snapshot_of_an_idle_server_just_rotated(mariadb: Any, url: str) -> None
     restart or FLUSH BINARY LOGS): the chunk is read, nothing to backfill."""
     _fresh_int_table(mariadb, "snap_rotated_idle", 50)
     mariadb.sql("FLUSH BINARY LOGS")
+    # MariaDB writes the new file's own Binlog_checkpoint once the previous file's
+    # transactions are durable, which may be after FLUSH returns: wait for it, or it may
+    # land between the chunk's HIGH and the `binlog_end` below (CI saw 344 against 389)
+    newest, deadline = mariadb.binlog_end()[0], time.time() + 30
+    while not any(r[2] == "Binlog_checkpoint" and str(r[5]) == newest for r in
+                  mariadb.sql(f"SHOW BINLOG EVENTS IN '{newest}'", database=None)):
+        assert time.time() < deadline, f"no Binlog_checkpoint for {newest}"
+        time.sleep(0.05)
     (c,) = plan_snapshot(url, f"{DB}.snap_rotated_idle", chunks=1)
     res = read_chunk(url, c, server_id=6449011)
     end = mariadb.binlog_end()
