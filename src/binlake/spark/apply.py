@@ -452,12 +452,17 @@ def _apply_rows(spark: "SparkSession", rows: "pa.Table", batch_id: int, config: 
             _scd1(spark, typed, plan, path, st.trunc, batch_id, app_id, materialized=True,
                   plain=present_columns(net), beside=beside)
         if tombstones:
-            newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
-                                      st.trunc) if x is not None])
-            _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
+            _tombstones_added(tomb_path, net, st.trunc)
     except Exception:
         _NEWEST_TOMBSTONE.pop(tomb_path, None)
         raise
+
+
+def _tombstones_added(tomb_path: str, net: NetChanges, trunc: tuple[int, ...] | None) -> None:
+    """Keep `_NEWEST_TOMBSTONE` current after a folded batch's tombstones went in."""
+    newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq, trunc)
+                  if x is not None])
+    _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
 
 
 def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableOptions,
@@ -523,9 +528,7 @@ def _merge_in_driver(net: NetChanges, plan: _Plan, spec: TableSpec, opts: TableO
         else:
             metrics = lake.merge_net(path, source, merge, config.app_id, batch_id)
         if tombstones:
-            newest = max([x for x in (_NEWEST_TOMBSTONE.get(tomb_path), net.max_delete_seq,
-                                      st.trunc) if x is not None])
-            _NEWEST_TOMBSTONE[tomb_path] = tuple(newest)
+            _tombstones_added(tomb_path, net, st.trunc)
     except Exception:
         _NEWEST_TOMBSTONE.pop(tomb_path, None)
         raise
