@@ -206,8 +206,22 @@ def test_row_text_is_the_same_on_both_sides_and_reads_back(mariadb: Any, spark: 
         assert text == want  # read back one way: only text can hold ',' or be 'N'
 
 
-def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path) -> None:
-    report = verify(mariadb.url, FIXED, synced, chunk_size=7, spark=spark, wait=0)
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path, engine: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both Delta sides give the source's sums for every chunk of every column type: range
+    chunks over an int and a (date, datetime, unsigned) key, hash buckets of a text key."""
+    import binlake.spark.verify as lake_side
+    import binlake.verify.lake as driver_side
+
+    used: list[str] = []
+    for name, mod in (("spark", lake_side), ("driver", driver_side.DriverLake)):
+        real = getattr(mod, "checksums")
+        monkeypatch.setattr(mod, "checksums", lambda *a, _r=real, _n=name: (
+            used.append(_n), _r(*a))[1])
+    report = verify(mariadb.url, FIXED, synced, chunk_size=7, spark=spark, wait=0,
+                    engine=engine)
+    assert set(used) == {engine}
     by = {t.table: t for t in report.tables}
     assert report.equal, report.to_json()
     assert set(by) == {f"{DB}.types", f"{DB}.tags", f"{DB}.events"}
@@ -216,8 +230,9 @@ def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path) -> No
     assert by[f"{DB}.tags"].chunks == 6 and by[f"{DB}.tags"].lake_rows == 40
 
 
+@pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_rows_changed_behind_binlakes_back_are_found(mariadb: Any, spark: Any, synced: Path,
-                                                    tmp_path: Path) -> None:
+                                                    tmp_path: Path, engine: str) -> None:
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
@@ -237,7 +252,8 @@ def test_rows_changed_behind_binlakes_back_are_found(mariadb: Any, spark: Any, s
     write_deltalake(str(lake / DB / "events"), pa.table(extra, schema=pa.schema(schema)),
                     mode="append")
 
-    report = verify(mariadb.url, FIXED, lake, chunk_size=7, spark=spark, wait=0, rounds=1)
+    report = verify(mariadb.url, FIXED, lake, chunk_size=7, spark=spark, wait=0, rounds=1,
+                    engine=engine)
     assert not report.equal
     by = {t.table: t for t in report.tables}
     (changed, missing) = sorted(by[f"{DB}.types"].differences, key=lambda d: d.key["id"])
@@ -338,13 +354,14 @@ def test_rows_the_sync_changed_after_a_read_are_not_compared(mariadb: Any, spark
                     "DELETE FROM moving WHERE id = 7000", database=DB)
 
 
+@pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_delta_job_runs_again_only_for_a_table_that_moved(mariadb: Any, spark: Any,
                                                          synced: Path, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         engine: str) -> None:
     """A sync checkpoint behind the source reads makes the early Delta sums suspect; they
     are kept for a table with no new Delta version since, recomputed for one that has."""
-    import binlake.spark.verify as lake_side
+    import binlake.verify.run as lake_side
 
     lake = copy_lake(synced, tmp_path)
     ckpt = lake / "_binlake" / "checkpoint"
@@ -354,21 +371,35 @@ def test_delta_job_runs_again_only_for_a_table_that_moved(mariadb: Any, spark: A
     (ckpt / "offsets" / "0").write_text('v1\n{}\n' + json.dumps({"file": file, "pos": 4}) + "\n")
     (ckpt / "commits" / "0").write_text("v1\n{}\n")
     calls: list[int] = []
-    real = lake_side.checksums
+    real = lake_side._lake_sums
 
-    def moving(lakes: Any) -> Any:
+    def moving(lakes: Any, session: Any) -> Any:
         calls.append(len(lakes))
-        out = real(lakes)
+        out = real(lakes, session)
         if len(calls) == 1:  # a commit to `events` while the first job ran
             spark.sql(f"ALTER TABLE delta.`{lake / DB / 'events'}` "
                       "SET TBLPROPERTIES ('binlake.test' = 'moved')")
         return out
 
-    monkeypatch.setattr(lake_side, "checksums", moving)
+    monkeypatch.setattr(lake_side, "_lake_sums", moving)
     report = verify(mariadb.url, f"{DB}.types,{DB}.events", lake, chunk_size=7, spark=spark,
-                    wait=0)
+                    wait=0, engine=engine)
     assert report.equal, report.to_json()
     assert calls == [2, 1]  # both behind the reads; only `events` moved: read again
+
+
+def test_equal_tables_verify_without_a_jvm(mariadb: Any, synced: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a local master the driver checksums the Delta tables: no Spark session starts
+    unless a difference needs narrowing down."""
+    import binlake.spark.session as session
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Spark session was started")
+
+    monkeypatch.setattr(session, "build_session", refused)
+    report = verify(mariadb.url, FIXED, synced, chunk_size=7, master="local[1]", wait=0)
+    assert report.equal and len(report.tables) == 3, report.to_json()
 
 
 def test_repair_applies_the_source_rows_again(mariadb: Any, spark: Any, synced: Path,

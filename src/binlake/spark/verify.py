@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..verify.canonical import MANTISSA, Column, VerifyError
+from ..verify.lake import lake_table_path
 from ..verify.source import Plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -324,29 +325,6 @@ def checksums(lakes: Sequence[LakeTable]) -> list[dict[int, tuple[int, int]]]:
     for r in rows:
         out[int(r["_t"])][int(r["_chunk"])] = (int(r["n"]), int(r["x"]) & 0xFFFFFFFFFFFFFFFF)
     return out
-
-
-def delta_version(path: str) -> int | None:
-    """The newest committed version of the Delta table at `path` (its highest
-    `_delta_log/<version>.json`), or None when that cannot be told cheaply (not a local
-    path, no log): callers then assume the table moved."""
-    from pathlib import Path
-
-    if "://" in path and not path.startswith("file:"):
-        return None
-    log = Path(path.removeprefix("file://").removeprefix("file:")) / "_delta_log"
-    try:
-        versions = [int(p.name[:-5]) for p in log.iterdir()
-                    if p.name.endswith(".json") and p.name[:-5].isdigit()]
-    except OSError:
-        return None
-    return max(versions) if versions else None
-
-
-def lake_table_path(warehouse: str, plan: Plan) -> str:
-    """Where the sync writes the plan's table under `warehouse`."""
-    t = plan.table
-    return f"{warehouse.rstrip('/')}/{t.schema}/{t.table}"
 
 
 def lake_table(spark: "SparkSession", warehouse: str, plan: Plan) -> LakeTable:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..errors import BinlakeError
-from .run import DEFAULT_CHUNK_SIZE, DEFAULT_CONNECTIONS
+from .run import DEFAULT_CHUNK_SIZE, DEFAULT_CONNECTIONS, ENGINES
 
 
 @click.command()
@@ -32,14 +32,19 @@ from .run import DEFAULT_CHUNK_SIZE, DEFAULT_CONNECTIONS
               help="Seconds to wait for a running sync to apply past the source reads.")
 @click.option("--max-rows", type=click.IntRange(min=0), default=100, show_default=True,
               help="Differing rows listed per table (the rest are counted).")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master URL (Spark starts only when it has work: see --engine).")
+@click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+              help="Who checksums the Delta tables: the driver reading them with Arrow (auto "
+                   "on a local master; equal tables then need no JVM) or Spark (auto on a "
+                   "cluster). Differing rows are always narrowed down by Spark.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--repair", is_flag=True,
               help="Re-read differing rows from the source, apply them through the sync's "
                    "apply step (exactly once, tombstones and SCD2 history kept), verify again.")
 def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float | None,
            timeout: float, rounds: int, wait: float, max_rows: int, master: str,
-           as_json: bool, repair: bool, connections: int) -> None:
+           as_json: bool, repair: bool, connections: int, engine: str) -> None:
     """Prove that the synced Delta tables equal the source tables, chunk by chunk.
 
     Exit status 0 when every table is equal, 1 when some row differs, 2 on an error.
@@ -60,7 +65,7 @@ def verify(url: str, tables: str, warehouse: str, chunk_size: int, rate: float |
         report = run(url, tables, warehouse, chunk_size=chunk_size, master=master,
                      rounds=rounds, wait=wait, max_rows=max_rows, rate=rate, timeout=timeout,
                      repair=repair, progress=bar.update if bar else None,
-                     connections=connections)
+                     connections=connections, engine=engine)
     except BinlakeError as exc:
         raise _Fail(str(exc)) from None
     except Exception as exc:  # a Spark failure: its binlake error as one line, if it has one
@@ -109,22 +114,25 @@ class _Fail(click.ClickException):
 
 
 class _Bar:
-    """A tqdm bar over every table's chunks (created once the first table reports)."""
+    """One tqdm bar over every table's chunks (tables are read side by side), naming the
+    table whose chunk came last."""
 
     def __init__(self) -> None:
         self.bar: Any = None
-        self.table: str | None = None
-        self.done = 0
+        self.totals: dict[str, int] = {}
+        self.dones: dict[str, int] = {}
 
     def update(self, table: str, done: int, total: int) -> None:
         from tqdm import tqdm
 
-        if table != self.table:
-            self.close()
-            self.bar = tqdm(total=total, desc=table, unit="chunk", leave=False)
-            self.table, self.done = table, 0
-        self.bar.update(done - self.done)
-        self.done = done
+        if self.bar is None:
+            self.bar = tqdm(total=0, desc="verify", unit="chunk", leave=False)
+        if self.totals.get(table) != total:
+            self.totals[table] = total
+            self.bar.total = sum(self.totals.values())
+        self.bar.set_postfix_str(table, refresh=False)
+        self.bar.update(done - self.dones.get(table, 0))
+        self.dones[table] = done
 
     def close(self) -> None:
         if self.bar is not None:

@@ -19,12 +19,13 @@ batch's end position, and P rarely is one (README.md, "Why not Delta time travel
 """
 from __future__ import annotations
 
+import logging
 import time
 import queue
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeAlias
 
 from ..replica.url import ServerURL
 from .canonical import VerifyError, frame_text
@@ -36,11 +37,16 @@ from .source import Checksum, Chunk, Plan, Source
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 DEFAULT_CHUNK_SIZE = 10000
 DEFAULT_CONNECTIONS = 2
 """Chunk checksums read at a time on the source: the server computes each on one core,
 so one connection leaves verify waiting on a single core of the primary (1 reads as
 pt-table-checksum does, one chunk at a time)."""
+ENGINES = ("auto", "driver", "spark")
+"""Who computes the Delta tables' checksums: `auto` is the driver (Arrow, `verify.lake`) on a
+local master and Spark on a cluster."""
 
 
 @dataclass
@@ -59,6 +65,8 @@ class VerifyOptions:
     repair: bool = False
     connections: int = DEFAULT_CONNECTIONS
     """Source connections reading chunk checksums side by side."""
+    engine: str = "auto"
+    """Who computes the Delta side's checksums (`ENGINES`)."""
 
 
 def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
@@ -66,13 +74,18 @@ def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
            master: str = "local[*]", rounds: int = 2, wait: float = 30.0, max_rows: int = 100,
            rate: float | None = None, timeout: float | None = 30.0, repair: bool = False,
            progress: Callable[[str, int, int], None] | None = None,
-           connections: int = DEFAULT_CONNECTIONS) -> VerifyReport:
+           connections: int = DEFAULT_CONNECTIONS, engine: str = "auto") -> VerifyReport:
     """Compare the Delta tables under `warehouse` with the source tables `tables`
     ('db.*,db2.t') of the server at `url`; see the module notes for the guarantee.
 
-    `progress(table, chunks_done, chunks_total)` is called as chunks are checked.
+    `progress(table, chunks_done, chunks_total)` is called as chunks are checked. Without
+    `spark`, a session on `master` is started only when Spark has work: on a local master
+    the driver checksums the Delta tables (`engine`), so equal tables need no JVM.
     """
-    opts = VerifyOptions(chunk_size, rounds, wait, max_rows, rate, timeout, repair, connections)
+    opts = VerifyOptions(chunk_size, rounds, wait, max_rows, rate, timeout, repair, connections,
+                         engine)
+    if engine not in ENGINES:
+        raise VerifyError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     if connections < 1:
         raise VerifyError(f"connections must be at least 1, not {connections}")
     if chunk_size < 1:
@@ -84,19 +97,46 @@ def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
     report = VerifyReport()
     src = Source(server, rate=rate, timeout=timeout)
     try:
-        plans = [src.plan(src.describe(s, t), chunk_size) for s, t in src.select_tables(tables)]
-        if spark is None:
-            from ..spark.session import build_session
-
-            spark = build_session("binlake-verify", master=master)
-        report.tables = verify_tables(src, spark, str(warehouse), plans, opts, progress)
+        plans = plan_tables(src, src.select_tables(tables), chunk_size, connections)
+        session: Spark = spark or _LazySession(master)
+        report.tables = verify_tables(src, session, str(warehouse), plans, opts, progress)
     finally:
         src.close()
     report.seconds = time.monotonic() - t0
     return report
 
 
-def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
+class _LazySession:
+    """A Spark session on `master`, started at the first call."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.session: "SparkSession | None" = None
+
+    def __call__(self) -> "SparkSession":
+        if self.session is None:
+            from ..spark.session import build_session
+
+            self.session = build_session("binlake-verify", master=self.master)
+        return self.session
+
+
+Spark: TypeAlias = "SparkSession | Callable[[], SparkSession]"
+"""A session, or a function that returns one when Spark is first needed."""
+
+
+def _session(spark: Any) -> "SparkSession":
+    session: "SparkSession" = spark() if callable(spark) else spark
+    return session
+
+
+def _master(spark: Any) -> str:
+    if isinstance(spark, _LazySession):
+        return spark.master
+    return str(_session(spark).conf.get("spark.master", ""))
+
+
+def verify_table(src: Source, spark: Spark, warehouse: str, plan: Plan,
                  opts: VerifyOptions,
                  progress: Callable[[str, int, int], None] | None = None) -> TableReport:
     """Compare one table (see `verify`)."""
@@ -106,48 +146,88 @@ def verify_table(src: Source, spark: "SparkSession", warehouse: str, plan: Plan,
 def source_sums(src: Source, plans: list[Plan],
                 progress: Callable[[str, int, int], None] | None = None,
                 connections: int = 1) -> list[tuple[dict[int, Checksum], float]]:
-    """Every chunk's source checksum, table after table (per table the sums and seconds).
+    """Every chunk's source checksum (per table the sums and the seconds from the start to
+    its last chunk).
 
-    With `connections` above 1, a table's range chunks are read that many at a time, each
-    on a connection of its own (more connections share `src`'s rate limit); a hash-bucket
-    table is one read."""
+    With `connections` above 1, the chunks of all tables are read that many at a time, each
+    on a connection of its own, the heaviest first (a table's bytes over its chunks), so no
+    connection idles at a table's end (more connections share `src`'s rate limit); a
+    hash-bucket table is one read."""
     extra = [src.another(connections) for _ in range(connections - 1)]
     if extra and src.rate:
         src.rate /= connections
     idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
     for s in (src, *extra):
         idle.put(s)
+    t0 = time.monotonic()
+    sums: list[dict[int, Checksum]] = [{} for _ in plans]
+    seconds = [0.0 for _ in plans]
 
-    def one(plan: Plan, chunk: Chunk) -> tuple[int, Checksum]:
+    def bucketed(k: int) -> tuple[int, dict[int, Checksum]]:
         conn = idle.get()
         try:
-            return chunk.index, conn.checksum(plan, chunk)
+            got: dict[int, Checksum] = {}
+            for _, part in conn.checksums(plans[k]):
+                got.update(part)
+            return k, got
         finally:
             idle.put(conn)
 
-    out = []
+    def one(k: int, chunk: Chunk) -> tuple[int, dict[int, Checksum]]:
+        conn = idle.get()
+        try:
+            return k, {chunk.index: conn.checksum(plans[k], chunk)}
+        finally:
+            idle.put(conn)
+
     try:
+        weight = src.table_bytes([p.table for p in plans]) if extra else {}
+        tasks = sorted(((-weight.get(p.table.name, 0) / max(1, len(p.chunks)), k, c)
+                        for k, p in enumerate(plans)
+                        for c in (p.chunks[:1] if p.buckets else p.chunks)),
+                       key=lambda t: (t[0], t[1], t[2].index))
         with ThreadPoolExecutor(max(1, connections)) as pool:
-            for plan in plans:
-                t0 = time.monotonic()
-                sums: dict[int, Checksum] = {}
-                if plan.buckets or not extra:
-                    parts = (got for _, got in src.checksums(plan))
-                else:
-                    parts = ({i: c} for i, c in _as_completed(
-                        [pool.submit(one, plan, c) for c in plan.chunks]))
-                for got in parts:
-                    sums.update(got)
-                    if progress is not None:
-                        progress(plan.table.name, len(sums), len(plan.chunks))
-                out.append((sums, time.monotonic() - t0))
+            futures = [pool.submit(bucketed, k) if plans[k].buckets else pool.submit(one, k, c)
+                       for _, k, c in tasks]
+            for k, got in _as_completed(futures):
+                sums[k].update(got)
+                seconds[k] = time.monotonic() - t0
+                if progress is not None:
+                    progress(plans[k].table.name, len(sums[k]), len(plans[k].chunks))
     finally:
         for s in extra:
             src.timeouts += s.timeouts
             s.close()
         if extra and src.rate:
             src.rate *= connections
-    return out
+    return list(zip(sums, seconds))
+
+
+def plan_tables(src: Source, tables: list[tuple[str, str]], chunk_size: int,
+                connections: int = 1) -> list[Plan]:
+    """Each table's chunk plan (`Source.plan`); with `connections` above 1, that many tables
+    walked at a time (a walk reads the key index and mostly waits on the server's reads)."""
+    if connections < 2 or len(tables) < 2:
+        return [src.plan(src.describe(s, t), chunk_size) for s, t in tables]
+    n = min(connections, len(tables))
+    extra = [src.another() for _ in range(n - 1)]
+    idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
+    for s in (src, *extra):
+        idle.put(s)
+
+    def one(name: tuple[str, str]) -> Plan:
+        conn = idle.get()
+        try:
+            return conn.plan(conn.describe(*name), chunk_size)
+        finally:
+            idle.put(conn)
+
+    try:
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(one, tables))
+    finally:
+        for s in extra:
+            s.close()
 
 
 def _as_completed(futures: list[Future[Any]]) -> Iterator[Any]:
@@ -160,14 +240,13 @@ def _as_completed(futures: list[Future[Any]]) -> Iterator[Any]:
             f.cancel()
 
 
-def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: list[Plan],
+def verify_tables(src: Source, spark: Spark, warehouse: str, plans: list[Plan],
                   opts: VerifyOptions,
                   progress: Callable[[str, int, int], None] | None = None) -> list[TableReport]:
     """Compare tables (see `verify`): the server computes every chunk's checksum (in a
-    thread) while one Spark job computes the Delta tables' (all tables at once); differing
-    chunks are then narrowed down table by table."""
-    from ..spark.verify import checksums as lake_checksums
-    from ..spark.verify import delta_version, lake_table, lake_table_path
+    thread) while the driver (`verify.lake`) or one Spark job (all tables at once) computes
+    the Delta tables'; differing chunks are then narrowed down table by table, with Spark."""
+    from .lake import delta_version, lake_table_path
 
     reports = [TableReport(p.table.name, rows=p.rows or 0, chunks=len(p.chunks)) for p in plans]
     # Read before the Delta tables are opened (whether a DataFrame pins its version when it
@@ -176,10 +255,12 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
     before = applied_at(warehouse)[0]
     versions = {i: delta_version(lake_table_path(warehouse, p)) for i, p in enumerate(plans)}
     lakes: dict[int, Any] = {}
+    in_driver = opts.engine == "driver" or (opts.engine == "auto"
+                                            and _master(spark).startswith("local"))
     for i, plan in enumerate(plans):
         rep = reports[i]
         try:
-            lake = lake_table(spark, warehouse, plan)
+            lake = _open_lake(spark, warehouse, plan, in_driver)
         except VerifyError as exc:
             rep.problem = str(exc)
             continue
@@ -198,7 +279,7 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
         reads = pool.submit(source_sums, src, [plans[i] for i in order], progress,
                             opts.connections)
         try:
-            early = lake_checksums([lakes[i] for i in order])
+            early = _lake_sums([lakes[i] for i in order], spark)
         finally:
             source = reads.result()
     lake_sums = dict(zip(order, early))
@@ -212,7 +293,9 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
         moved = [i for i in stale
                  if versions[i] is None or delta_version(lakes[i].path) != versions[i]]
         if moved:
-            lake_sums.update(zip(moved, lake_checksums([lakes[i] for i in moved])))
+            for i in moved:
+                lakes[i] = _reopened(spark, warehouse, lakes[i])
+            lake_sums.update(zip(moved, _lake_sums([lakes[i] for i in moved], spark)))
     for k, i in enumerate(order):
         t1 = time.monotonic()
         reports[i] = _compare(src, spark, warehouse, plans[i], lakes[i], reports[i], sums[i],
@@ -221,7 +304,66 @@ def verify_tables(src: Source, spark: "SparkSession", warehouse: str, plans: lis
     return reports
 
 
-def _compare(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
+def _open_lake(spark: Spark, warehouse: str, plan: Plan, in_driver: bool) -> Any:
+    """The Delta table of `plan`, read by the driver (`in_driver` and `lake.unreadable` says
+    it can) or by Spark."""
+    from .lake import DriverLake, lake_table_path, unreadable
+
+    path = lake_table_path(warehouse, plan)
+    if in_driver:
+        from deltalake import DeltaTable
+
+        if not DeltaTable.is_deltatable(path):
+            raise VerifyError(f"{plan.table.name}: no Delta table at {path}",
+                              hint="run binlake sync for it first")
+        why = unreadable(path)
+        if why is None:
+            lake = DriverLake(path, plan)
+            why = lake.unread() if lake.comparable else None
+            if why is None:
+                return lake
+        log.debug("verify: %s is checksummed by Spark: %s", plan.table.name, why)
+    from ..spark.verify import lake_table
+
+    return lake_table(_session(spark), warehouse, plan)
+
+
+def _reopened(spark: Spark, warehouse: str, lake: Any) -> Any:
+    """A table's newest version (a driver-read table is pinned to the version it opened)."""
+    from .lake import DriverLake
+
+    return DriverLake(lake.path, lake.plan) if isinstance(lake, DriverLake) else lake
+
+
+def _lake_sums(lakes: list[Any], spark: Spark) -> list[dict[int, tuple[int, int]]]:
+    """Each table's chunk sums: the driver's tables one by one, the rest in one Spark job."""
+    from .lake import DriverLake
+
+    out: list[dict[int, tuple[int, int]]] = [{} for _ in lakes]
+    by_spark = [k for k, lk in enumerate(lakes) if not isinstance(lk, DriverLake)]
+    if by_spark:
+        from ..spark.verify import checksums
+
+        for k, sums in zip(by_spark, checksums([lakes[k] for k in by_spark])):
+            out[k] = sums
+    for k, lk in enumerate(lakes):
+        if isinstance(lk, DriverLake):
+            out[k] = lk.checksums()
+    return out
+
+
+def _spark_lake(spark: Spark, warehouse: str, lake: Any) -> Any:
+    """The Spark reader of a table, for narrowing down and repair."""
+    from .lake import DriverLake
+
+    if not isinstance(lake, DriverLake):
+        return lake
+    from ..spark.verify import lake_table
+
+    return lake_table(_session(spark), warehouse, lake.plan)
+
+
+def _compare(src: Source, spark: Spark, warehouse: str, plan: Plan, lake: Any,
              rep: TableReport, sums: dict[int, Any], lake_sums: dict[int, tuple[int, int]],
              applied: tuple[int, int] | None, newest: tuple[int, int], opts: VerifyOptions,
              progress: Callable[[str, int, int], None] | None) -> TableReport:
@@ -232,6 +374,7 @@ def _compare(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lak
                  if (sums[c.index].rows, sums[c.index].xor) != lake_sums.get(c.index, (0, 0))]
     rep.differing_chunks = len(differing)
     if differing:
+        lake = _spark_lake(spark, warehouse, lake)
         diffs, changed = narrow(src, lake, plan, differing, opts, warehouse)
         if opts.repair and diffs:
             return _repair(src, spark, warehouse, plan, lake, diffs, opts, progress)
@@ -245,7 +388,7 @@ def _compare(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lak
     return rep
 
 
-def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake: Any,
+def _repair(src: Source, spark: Spark, warehouse: str, plan: Plan, lake: Any,
             diffs: list[RowDifference], opts: VerifyOptions,
             progress: Callable[[str, int, int], None] | None) -> TableReport:
     """Apply the differing rows again from the source, then verify the table again."""
@@ -254,7 +397,7 @@ def _repair(src: Source, spark: "SparkSession", warehouse: str, plan: Plan, lake
     from ..spark.verify import repair
 
     keys = {"".join(frame_text(d.key[k]) for k in plan.table.key): d.key for d in diffs}
-    n = repair(spark, src, warehouse, plan, lake, keys)
+    n = repair(_session(spark), src, warehouse, plan, lake, keys)
     again = verify_table(src, spark, warehouse, plan, replace(opts, repair=False), progress)
     again.repaired = n
     again.note = ((again.note + "; ") if again.note else "") + \
@@ -322,5 +465,6 @@ def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: Ver
     return diffs, len(changed - everything)
 
 
-__all__ = ["verify", "verify_table", "verify_tables", "narrow", "source_sums", "VerifyOptions",
-           "VerifyError"]
+__all__ = ["verify", "verify_table", "verify_tables", "narrow", "source_sums", "plan_tables",
+           "VerifyOptions",
+           "VerifyError", "ENGINES"]

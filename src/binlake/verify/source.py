@@ -248,6 +248,16 @@ class Source:
             out.extend(h for h in hit if h not in out)
         return out
 
+    def table_bytes(self, tables: Sequence[SourceTable]) -> dict[str, int]:
+        """The server's estimate of each table's data bytes (information_schema), by name."""
+        if not tables:
+            return {}
+        marks = " OR ".join(["(TABLE_SCHEMA = %s AND TABLE_NAME = %s)"] * len(tables))
+        rows = self.rows(f"SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(DATA_LENGTH, 0) FROM "
+                         f"information_schema.TABLES WHERE {marks}",
+                         [v for t in tables for v in (t.schema, t.table)])
+        return {f"{s}.{t}": int(n) for s, t, n in rows}
+
     def describe(self, schema: str, table: str) -> SourceTable:
         cols = self.rows(
             "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME FROM information_schema.COLUMNS "

@@ -1,0 +1,412 @@
+"""The Delta side of `binlake verify` in the driver: the chunk checksums of
+`binlake.spark.verify.checksums`, over the Delta table read by delta-rs into Arrow.
+
+On a local master the Spark job paid more than the source server's hashing: about 4.5 JVM
+CPU s for the 1M workload's tables, of which reading the columns was 2.8 (benchmarks/README,
+Verify). Arrow reads the same Parquet in a tenth of that. Each row's canonical text is built
+from Arrow kernels per column kind, exactly as `spark.verify.value_text` writes it, then
+hashed with MD5 and folded per chunk. The table is read a record batch at a time, so memory
+stays bounded by a batch. Narrowing differences down, `--repair` and tables the driver does
+not read as Spark does (`unreadable`) stay with Spark.
+"""
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_right
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .canonical import Column, VerifyError, boundary_param
+from .source import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+START_AT = "__START_AT"
+END_AT = "__END_AT"
+READABLE_FEATURES = frozenset({"timestampNtz", "appendOnly", "invariants", "checkConstraints",
+                               "changeDataFeed", "generatedColumns", "domainMetadata",
+                               "vacuumProtocolCheck", "inCommitTimestamp"})
+"""Table features that do not change how the table's rows are read."""
+BATCH_ROWS = 8192
+MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def unreadable(path: str) -> str | None:
+    """None when delta-rs reads the current rows of the table at `path` as Spark does; else
+    why not (deletion vectors, column mapping, an unknown feature: Spark reads those)."""
+    from deltalake import DeltaTable
+
+    try:
+        proto = DeltaTable(path).protocol()
+    except Exception as exc:  # no table, or one delta-rs cannot open: Spark says which
+        return f"delta-rs cannot open it ({type(exc).__name__})"
+    if proto.min_reader_version > 3:
+        return f"reader protocol {proto.min_reader_version}"
+    features = set(proto.reader_features or ()) | set(proto.writer_features or ())
+    if proto.min_reader_version == 2:
+        return "column mapping"
+    if features - READABLE_FEATURES:
+        return f"table features {sorted(features - READABLE_FEATURES)}"
+    return None
+
+
+class DriverLake:
+    """A synced Delta table whose chunk checksums the driver computes (see the module)."""
+
+    def __init__(self, path: str, plan: Plan) -> None:
+        from deltalake import DeltaTable
+
+        self.path, self.plan = path, plan
+        self.table = DeltaTable(path)
+        schema: Any = self.table.schema().to_arrow()
+        self.types = {f.name: _arrow_type(f.type) for f in schema}
+        self.scd2 = END_AT in self.types
+        ours = [n for n in self.types if not n.startswith("_binlake_")
+                and n not in (START_AT, END_AT)]
+        lower = {n.lower(): n for n in ours}
+        t = plan.table
+        self.names = {c.name: lower[c.name.lower()] for c in t.columns
+                      if c.name.lower() in lower}
+        self.missing = [c.name for c in t.columns if c.name not in self.names]
+        self.extra = sorted(set(ours) - set(self.names.values()))
+
+    def unread(self) -> str | None:
+        """None when every compared column's Delta type is one `value_text` reads as Spark
+        does; else why not (the table then goes to Spark, which says what is wrong)."""
+        import pyarrow as pa
+
+        for c in self.plan.table.columns:
+            try:
+                value_text(c, pa.array([], self.types[self.names[c.name]]))
+            except VerifyError as exc:
+                return str(exc)
+        return None
+
+    @property
+    def comparable(self) -> bool:
+        return not self.missing and all(k in self.names for k in self.plan.table.key)
+
+    def batches(self) -> Iterator["pa.RecordBatch"]:
+        """The current rows (SCD2: the open versions), the compared columns only. A local,
+        unpartitioned table's files are read by Arrow directly (delta-rs's dataset reads
+        them through Python's file layer, at twice the CPU); others by delta-rs."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        cols = [self.names[c.name] for c in self.plan.table.columns]
+        want = pa.schema([pa.field(n, self.types[n]) for n in
+                          cols + ([END_AT] if self.scd2 else [])])
+        files = [u for u in self.table.file_uris()]
+        if self.table.metadata().partition_columns or \
+                not all(u.startswith(("file:", "/")) for u in files):
+            where = ds.field(END_AT).is_null() if self.scd2 else None
+            yield from self.table.to_pyarrow_dataset().to_batches(
+                columns=cols, filter=where, batch_size=BATCH_ROWS)
+            return
+        for uri in files:
+            f = pq.ParquetFile(_local(uri))
+            have = set(f.schema_arrow.names)
+            for batch in f.iter_batches(batch_size=BATCH_ROWS, use_threads=True,
+                                        columns=[n for n in want.names if n in have]):
+                batch = _conform(batch, want)
+                if self.scd2:
+                    batch = batch.filter(pc.is_null(batch.column(END_AT)))
+                yield batch.select(cols)
+
+    def checksums(self) -> dict[int, tuple[int, int]]:
+        """chunk index -> (rows, BIT_XOR of the 64-bit row hashes, unsigned)."""
+        t = self.plan.table
+        names = [self.names[c.name] for c in t.columns]
+        key_at = [names.index(self.names[k]) for k in t.key]
+        chunk_of = _chunker(self.plan, [t.columns[i] for i in key_at])
+        counts: dict[int, int] = {}
+        xors: dict[int, int] = {}
+        md5 = hashlib.md5
+        for batch in self.batches():
+            if not batch.num_rows:
+                continue
+            texts = [value_text(c, batch.column(i)) for i, c in enumerate(t.columns)]
+            chunks = chunk_of(batch, key_at, texts)
+            for c, h in zip(chunks, _digests(row_text(t.columns, texts), md5)):
+                counts[c] = counts.get(c, 0) + 1
+                xors[c] = xors.get(c, 0) ^ int.from_bytes(h[:8], "big")
+        return {c: (counts[c], xors[c] & MASK64) for c in counts}
+
+
+def delta_version(path: str) -> int | None:
+    """The newest committed version of the Delta table at `path` (its highest
+    `_delta_log/<version>.json`), or None when that cannot be told cheaply (not a local
+    path, no log): callers then assume the table moved."""
+    from pathlib import Path
+
+    if "://" in path and not path.startswith("file:"):
+        return None
+    log = Path(path.removeprefix("file://").removeprefix("file:")) / "_delta_log"
+    try:
+        versions = [int(p.name[:-5]) for p in log.iterdir()
+                    if p.name.endswith(".json") and p.name[:-5].isdigit()]
+    except OSError:
+        return None
+    return max(versions) if versions else None
+
+
+def lake_table_path(warehouse: str, plan: Plan) -> str:
+    """Where the sync writes the plan's table under `warehouse`."""
+    t = plan.table
+    return f"{warehouse.rstrip('/')}/{t.schema}/{t.table}"
+
+
+def _local(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _conform(batch: "pa.RecordBatch", schema: "pa.Schema") -> "pa.RecordBatch":
+    """A file's batch in the table's schema: columns added after the file was written are
+    NULL, older narrower types cast (what Spark's reader does)."""
+    import pyarrow as pa
+
+    if batch.schema.equals(schema):
+        return batch
+    cols = []
+    for f in schema:
+        i = batch.schema.get_field_index(f.name)
+        if i < 0:
+            cols.append(pa.nulls(batch.num_rows, f.type))
+        else:
+            col = batch.column(i)
+            cols.append(col if col.type.equals(f.type) else col.cast(f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def _arrow_type(t: Any) -> "pa.DataType":
+    """An arro3 type (delta-rs's schema) as a pyarrow type."""
+    import pyarrow as pa
+
+    return t if isinstance(t, pa.DataType) else pa.field(t).type
+
+
+# -- the canonical text in Arrow (spark/verify.py's value_text, kind by kind) ---------------
+
+def value_text(col: Column, arr: "pa.Array") -> "pa.Array":
+    """The canonical text of one column's values (NULL stays NULL), as strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    k, typ = col.kind, arr.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        if k in ("date", "datetime", "timestamp"):
+            raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates="
+                              "'string'): verify compares the 'null' policy only")
+        if k in ("int", "decimal", "text"):
+            return arr
+    if k == "int" and pa.types.is_integer(typ):
+        return pc.cast(arr, pa.string())
+    if k in ("int", "decimal") and pa.types.is_decimal(typ):
+        return _decimal_text(arr)
+    if k == "float" and pa.types.is_floating(typ):
+        return _float_text(arr)
+    if k == "date" and pa.types.is_date32(typ):
+        return pc.cast(arr, pa.string())
+    if k == "datetime" and pa.types.is_timestamp(typ) and typ.tz is None:
+        return pc.cast(pc.cast(arr, pa.timestamp("us")), pa.string())
+    if k == "timestamp" and pa.types.is_timestamp(typ) and typ.tz is not None:
+        return pc.cast(pc.cast(pc.cast(arr, pa.timestamp("us", typ.tz)), pa.int64()),
+                       pa.string())
+    if k == "binary" and pa.types.is_binary(typ):
+        return pa.array([None if v is None else v.hex().upper() for v in arr.to_pylist()],
+                        pa.string())
+    if k == "geometry" and pa.types.is_struct(typ):
+        return pa.array([None if v is None else f"{v['srid']}:{v['wkb'].hex().upper()}"
+                         for v in arr.to_pylist()], pa.string())
+    raise VerifyError(f"column {col.name}: no driver text for {k} held as {typ}")
+
+
+def _decimal_text(arr: "pa.Array") -> "pa.Array":
+    """Plain digits with the column's scale: Arrow writes exponents below 1E-6, Spark and
+    MariaDB never do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.cast(arr, pa.string())
+    if arr.type.scale <= 6 or not pc.any(pc.match_substring(text, "E")).as_py():
+        return text
+    return pa.array([None if v is None else format(v, "f") if "E" in s else s
+                     for v, s in zip(arr.to_pylist(), text.to_pylist())], pa.string())
+
+
+def _float_text(arr: "pa.Array") -> "pa.Array":
+    """'<sign><exponent>p<53-bit mantissa>' or '0', from the double's bits (subnormals by
+    frexp): what the SQL computes with LOG2 and POW."""
+    import math
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    d = pc.cast(arr, pa.float64())
+    if isinstance(d, pa.ChunkedArray):
+        d = d.combine_chunks()
+    bits = d.view(pa.int64())
+    biased = pc.bit_wise_and(pc.shift_right(bits, 52), 0x7FF)
+    frac = pc.bit_wise_and(bits, (1 << 52) - 1)
+    exp = pc.cast(pc.subtract(biased, 1023), pa.string())
+    mant = pc.cast(pc.bit_wise_or(frac, 1 << 52), pa.string())
+    sign = pc.if_else(pc.less(bits, 0), "-", "+")
+    text = pc.binary_join_element_wise(sign, exp, "p", mant, "")
+    zero = pc.equal(pc.bit_wise_and(bits, (1 << 63) - 1), 0)
+    text = pc.if_else(zero, "0", text)
+    odd = pc.and_(pc.equal(biased, 0), pc.invert(zero))
+    if pc.any(odd).as_py():  # subnormals (and NaN/inf, which MariaDB cannot hold)
+        out = text.to_pylist()
+        for i, v in enumerate(d.to_pylist()):
+            if v is not None and v != 0 and math.isfinite(v) and abs(v) < 2.2250738585072014e-308:
+                m, e = math.frexp(abs(v))
+                out[i] = f"{'-' if v < 0 else '+'}{e - 1}p{int(m * 2 ** 53)}"
+        text = pa.array(out, pa.string())
+    return text
+
+
+LONG = 256
+"""Mean bytes per value above which a column's text is hashed where it lies, not copied into
+the row's text (a copy costs about as much as the hash)."""
+
+
+def row_text(cols: tuple[Column, ...], texts: list["pa.Array"]) -> list["pa.Array"]:
+    """A row's text, which is hashed (`canonical.row_sql`): text values framed by their byte
+    length, NULL as 'N', joined by ','. Given as pieces whose concatenation is the text:
+    the short values joined into one array per stretch, each long text value as it is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces: list[Any] = []
+    run: list[Any] = []
+
+    def close() -> None:  # a run always ends with an array (each column adds one)
+        if run:
+            pieces.append(run[0] if len(run) == 1 else pc.binary_join_element_wise(*run, ""))
+            run.clear()
+
+    n = len(texts[0]) if texts else 0
+    for c, v in zip(cols, texts):
+        if run or pieces:
+            run.append(",")
+        if c.kind == "text":  # '<bytes>:' (or 'N') then the text (or '')
+            length = pc.cast(pc.binary_length(v), pa.string())
+            run.append(pc.fill_null(pc.binary_join_element_wise(length, ":", ""), "N"))
+            v = pc.fill_null(v, "") if v.null_count else v
+            if n and v.nbytes > LONG * n:
+                close()
+                pieces.append(v)
+                continue
+            run.append(v)
+        else:
+            run.append(pc.fill_null(v, "N") if v.null_count else v)
+    close()
+    return pieces
+
+
+def key_texts(cols: list[Column], texts: list["pa.Array"]) -> list[str]:
+    """The key's canonical text per row (each value framed, `canonical.text_sql`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []
+    for v in texts:
+        framed = pc.binary_join_element_wise(
+            "V", pc.cast(pc.binary_length(v), pa.string()), ":", v, "")
+        parts.append(pc.fill_null(framed, "N"))
+    joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "")
+    out: list[str] = joined.to_pylist()
+    return out
+
+
+def _digests(pieces: list["pa.Array"], md5: Any) -> Iterator[bytes]:
+    """MD5 of each row's text, given as pieces whose concatenation it is (`row_text`), read
+    from the arrays' buffers (no Python strings)."""
+    import pyarrow as pa
+
+    views = []
+    for p in pieces:
+        if isinstance(p, pa.ChunkedArray):
+            p = p.combine_chunks()
+        if p.null_count:
+            raise AssertionError("a row text piece is never NULL")
+        bufs = p.buffers()
+        offsets = memoryview(bufs[1]).cast("q" if pa.types.is_large_string(p.type) else "i")
+        data = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+        views.append((offsets, data, p.offset))
+    if len(views) == 1:
+        offsets, data, o = views[0]
+        for i in range(o, o + len(pieces[0])):
+            yield md5(data[offsets[i]:offsets[i + 1]]).digest()
+        return
+    for i in range(len(pieces[0])):
+        h = md5()
+        for offsets, data, o in views:
+            h.update(data[offsets[o + i]:offsets[o + i + 1]])
+        yield h.digest()
+
+
+def _chunker(plan: Plan, keys: list[Column]) -> Any:
+    """A function (batch, key column indexes, value texts) -> each row's chunk index, as
+    `spark.verify.chunk_expr` assigns it: the key compared with the chunks' lower bounds
+    (SQL's row order), or the hash bucket of the key's text."""
+    if plan.buckets:
+        buckets = plan.buckets
+
+        def bucket(batch: Any, at: list[int], texts: list[Any]) -> list[int]:
+            return [int.from_bytes(hashlib.md5(k.encode("utf-8", "surrogateescape"))
+                                   .digest()[8:12], "big") % buckets
+                    for k in key_texts(keys, [texts[i] for i in at])]
+        return bucket
+    chunks = plan.chunks
+    starts = []
+    for c in chunks[1:]:
+        if c.lo is None:
+            raise VerifyError(f"{plan.table.name}: chunk {c.index} has no lower bound")
+        starts.append(tuple(_bound(col, v) for col, v in zip(keys, c.lo)))
+    index = [c.index for c in chunks]
+
+    def ranged(batch: Any, at: list[int], texts: list[Any]) -> list[int]:
+        cols = [_key_values(col, batch.column(i), texts[i]) for col, i in zip(keys, at)]
+        if len(cols) == 1:
+            found = [bisect_right(starts, (k,)) for k in cols[0]]
+        else:
+            found = [bisect_right(starts, k) for k in zip(*cols)]
+        return [index[i] for i in found]
+    return ranged
+
+
+def _bound(col: Column, text: str) -> Any:
+    """A boundary's text as the value `_key_values` gives (datetimes compare as text)."""
+    if col.kind in ("date", "datetime", "timestamp"):
+        return text
+    return boundary_param(col, text)
+
+
+def _key_values(col: Column, arr: "pa.Array", text: "pa.Array") -> list[Any]:
+    """A key column's values as Python values that order as the source orders them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values: list[Any]
+    if col.kind == "int":
+        values = arr.to_pylist()
+        return [int(v) for v in values] if pa.types.is_decimal(arr.type) or \
+            pa.types.is_string(arr.type) else values
+    if col.kind == "decimal":
+        return [Decimal(v) if isinstance(v, str) else v for v in arr.to_pylist()]
+    if col.kind == "binary":
+        values = arr.to_pylist()
+        return values
+    if col.kind in ("date", "datetime"):
+        values = text.to_pylist()
+        return values
+    if col.kind == "timestamp":  # the UTC wall time, as the source's boundary text
+        values = pc.cast(pc.cast(arr, pa.timestamp("us")), pa.string()).to_pylist()
+        return values
+    raise VerifyError(f"column {col.name}: no range chunks over a {col.data_type} key")

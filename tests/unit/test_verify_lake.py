@@ -1,0 +1,103 @@
+"""The driver's Delta side of verify (`binlake.verify.lake`): the canonical text in Arrow.
+
+The whole path is compared with the source's SQL and Spark's in tests/spark/test_verify.py
+(every column type); these tests pin the parts Arrow does differently from a plain cast.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pa = pytest.importorskip("pyarrow")
+
+from binlake.verify import lake  # noqa: E402
+from binlake.verify.canonical import Column  # noqa: E402
+
+
+def float_ref(v: float | None) -> str | None:
+    """The canonical float text by frexp: '<sign><exponent>p<53-bit mantissa>', '0'."""
+    if v is None:
+        return None
+    if v == 0:
+        return "0"
+    m, e = math.frexp(abs(v))
+    return f"{'-' if v < 0 else '+'}{e - 1}p{int(m * 2 ** 53)}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+                max_size=40))
+def test_float_text_is_the_exact_binary_value(values: list[float | None]) -> None:
+    got = lake._float_text(pa.array(values, pa.float64())).to_pylist()
+    assert got == [float_ref(v) for v in values]
+
+
+def test_float_text_edges() -> None:
+    tiny = struct.unpack("<d", struct.pack("<q", 1))[0]  # the smallest subnormal
+    values = [tiny, -tiny, 3 * tiny, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0,
+              1.5, -1.5, 0.1 + 0.2, None]
+    got = lake._float_text(pa.array(values, pa.float64())).to_pylist()
+    assert got[0] == "+-1074p4503599627370496"
+    assert got[2] == "+-1073p6755399441055744"
+    assert got[5] == "0" and got[6] == "+0p6755399441055744" and got[7] == "-0p6755399441055744"
+    assert got == [float_ref(v) for v in values]
+    # FLOAT columns are Float32 in Delta: compared by the double they widen to
+    f32 = pa.array([1.17549435e-38, 16777217.0, -3.4028234663852886e38], pa.float32())
+    assert lake._float_text(f32).to_pylist() == [float_ref(v) for v in f32.to_pylist()]
+
+
+def test_decimal_text_never_uses_an_exponent() -> None:
+    arr = pa.array([Decimal("1E-10"), Decimal("0E-10"), Decimal("-0.0000001000"), None,
+                    Decimal("12345678901234567890.1234567890")], pa.decimal128(38, 10))
+    assert lake._decimal_text(arr).to_pylist() == [
+        "0.0000000001", "0.0000000000", "-0.0000001000", None,
+        "12345678901234567890.1234567890"]
+    small = pa.array([Decimal("0.0001"), Decimal("-12.5000")], pa.decimal128(30, 4))
+    assert lake._decimal_text(small).to_pylist() == ["0.0001", "-12.5000"]
+
+
+def row_ref(kinds: list[str], rows: list[tuple[str | None, ...]]) -> list[bytes]:
+    """`canonical.row_sql`'s text in plain Python."""
+    out = []
+    for row in rows:
+        parts = []
+        for k, v in zip(kinds, row):
+            if v is None:
+                parts.append("N")
+            elif k == "text":
+                parts.append(f"{len(v.encode())}:{v}")
+            else:
+                parts.append(v)
+        out.append(",".join(parts).encode())
+    return out
+
+
+@pytest.mark.parametrize("long", [False, True])
+def test_row_text_pieces_hash_as_the_joined_text(long: bool) -> None:
+    """Long text values are hashed where they lie (not copied): the digests are those of
+    the one joined text."""
+    body = "é" * (400 if long else 3)
+    kinds = ["int", "text", "text", "float", "text"]
+    rows = [("1", body, "a,b", "0", None), ("2", None, "", None, body + "x"),
+            ("3", "N", body, "+1p1", "")]
+    cols = tuple(Column(f"c{i}", k, "x") for i, k in enumerate(kinds))
+    texts = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(kinds))]
+    pieces = lake.row_text(cols, texts)
+    assert (len(pieces) > 1) == long
+    got = list(lake._digests(pieces, hashlib.md5))
+    assert got == [hashlib.md5(t).digest() for t in row_ref(kinds, rows)]
+
+
+def test_files_written_before_a_column_was_added_read_it_as_null() -> None:
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int64()), ("added", pa.string())])
+    old = pa.record_batch([pa.array([1, 2], pa.int64()), pa.array([3, 4], pa.int32())],
+                          names=["id", "n"])
+    got = lake._conform(old, schema)
+    assert got.schema == schema
+    assert got.to_pydict() == {"id": [1, 2], "n": [3, 4], "added": [None, None]}
