@@ -8,8 +8,10 @@ run, each repeat in turn (the order reversed every other repeat):
 * source: the floor of verify's source side, the primary's chunk checksum SQL alone (no
   Spark): the chunk plan (a walk of the key index) and every chunk's checksum read, as
   verify reads them, on its default two connections;
-* delta: the floor of verify's Delta side, the Spark job alone that computes every chunk's
-  checksum over the Delta tables (the chunks planned once, untimed);
+* delta: the floor of verify's Delta side as it runs on a local master: the driver reading
+  every table with Arrow and computing every chunk's checksum (the chunks planned once,
+  untimed);
+* delta_spark: the same checksums by one Spark job (`--engine spark`, a cluster's way);
 * scan: the floor of any comparison that reads the Delta tables: one Spark job reading
   every column of every row (`hash(*columns)` summed), which the full compare pays too;
 * full: every row pulled into Spark with `spark.read.jdbc` (MariaDB Connector/J, 4
@@ -158,14 +160,14 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
 def source_floor(url: str, chunk_size: int) -> dict[str, Any]:
     """verify's source side alone: plan the chunks, then read every chunk's checksum, table
     after table, on verify's default connections, as verify does. Seconds of each step."""
-    from ..verify.run import DEFAULT_CONNECTIONS, source_sums
+    from ..verify.run import DEFAULT_CONNECTIONS, plan_tables, source_sums
     from ..verify.source import Source
 
     src = Source(ServerURL.parse(url))
     try:
         t0 = time.perf_counter()
-        plans = [src.plan(src.describe(s, t), chunk_size)
-                 for s, t in src.select_tables(f"{SCHEMA}.*")]
+        plans = plan_tables(src, src.select_tables(f"{SCHEMA}.*"), chunk_size,
+                            DEFAULT_CONNECTIONS)
         t1 = time.perf_counter()
         sums = source_sums(src, plans, connections=DEFAULT_CONNECTIONS)
         rows = sum(c.rows for got, _ in sums for c in got.values())
@@ -189,7 +191,17 @@ def plans_of(url: str, chunk_size: int) -> list[Any]:
 
 
 def delta_floor(spark: Any, warehouse: Path, plans: list[Any]) -> dict[str, Any]:
-    """verify's Delta side alone: the one Spark job computing every chunk's checksum."""
+    """verify's Delta side alone, as it runs on a local master: the driver reads every
+    table with Arrow and computes every chunk's checksum (`verify.lake`)."""
+    from ..verify.lake import DriverLake, lake_table_path
+
+    sums = [DriverLake(lake_table_path(str(warehouse), p), p).checksums() for p in plans]
+    return {"rows": sum(n for s in sums for n, _ in s.values())}
+
+
+def delta_spark_floor(spark: Any, warehouse: Path, plans: list[Any]) -> dict[str, Any]:
+    """verify's Delta side with `--engine spark`: one Spark job computing every chunk's
+    checksum."""
     from ..spark.verify import checksums, lake_table
 
     sums = checksums([lake_table(spark, str(warehouse), p) for p in plans])
@@ -213,7 +225,7 @@ def delta_scan(spark: Any, warehouse: Path) -> dict[str, Any]:
     return {"rows": sum(int(r["n"]) for r in rows)}
 
 
-MEASURES = ("source", "delta", "scan", "full", "verify")
+MEASURES = ("source", "delta", "delta_spark", "scan", "full", "verify")
 
 
 def _median(xs: list[float]) -> float:
@@ -289,6 +301,7 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         steps: dict[str, Callable[[], Any]] = {
             "source": lambda: source_floor(server.url, chunk_size),
             "delta": lambda: delta_floor(spark, wh, plans),
+            "delta_spark": lambda: delta_spark_floor(spark, wh, plans),
             "scan": lambda: delta_scan(spark, wh),
             "full": lambda: {"differing_rows": full_compare(spark, server, wh)},
             "verify": lambda: _verify_result(verify(server.url, f"{SCHEMA}.*", wh,
