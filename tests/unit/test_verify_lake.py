@@ -101,3 +101,43 @@ def test_files_written_before_a_column_was_added_read_it_as_null() -> None:
     got = lake._conform(old, schema)
     assert got.schema == schema
     assert got.to_pydict() == {"id": [1, 2], "n": [3, 4], "added": [None, None]}
+
+
+def plan_of(columns: tuple[Column, ...]) -> "lake.Plan":
+    from binlake.verify.source import Chunk, Plan, SourceTable
+
+    t = SourceTable("db", "t", columns, ("id",))
+    return Plan(t, [Chunk(0), Chunk(1, lo=("10",))], None)
+
+
+def test_driver_checksums_of_a_delta_table(tmp_path: "pytest.TempPathFactory") -> None:
+    """A table delta-rs wrote, checksummed in the driver: rows split at the boundary, each
+    chunk's XOR of the rows' 64-bit MD5s of their canonical text."""
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": pa.array([1, 10, 11], pa.int64()),
+                                    "s": pa.array(["a", None, "é"], pa.string())}))
+    cols = (Column("id", "int", "bigint"), Column("s", "text", "varchar"))
+    got = lake.DriverLake(path, plan_of(cols)).checksums()
+
+    def h(text: str) -> int:
+        return int.from_bytes(hashlib.md5(text.encode()).digest()[:8], "big")
+
+    assert got == {0: (1, h("1,1:a")), 1: (2, h("10,N") ^ h("11,2:é"))}
+
+
+def test_a_file_the_driver_cannot_read_is_one_clear_error(tmp_path: "pytest.TempPathFactory"
+                                                          ) -> None:
+    from deltalake import write_deltalake
+
+    from binlake.verify.canonical import VerifyError
+
+    path = tmp_path / "t"
+    write_deltalake(str(path), pa.table({"id": pa.array([1, 2], pa.int64())}))
+    (part,) = path.glob("*.parquet")
+    part.write_bytes(b"not parquet at all")
+    with pytest.raises(VerifyError) as err:
+        lake.DriverLake(str(path), plan_of((Column("id", "int", "bigint"),))).checksums()
+    assert "db.t: the driver cannot read" in str(err.value) and "\n" not in str(err.value)
+    assert "--engine spark" in (err.value.hint or "")

@@ -125,14 +125,19 @@ class DriverLake:
         counts: dict[int, int] = {}
         xors: dict[int, int] = {}
         md5 = hashlib.md5
-        for batch in self.batches():
-            if not batch.num_rows:
-                continue
-            texts = [value_text(c, batch.column(i)) for i, c in enumerate(t.columns)]
-            chunks = chunk_of(batch, key_at, texts)
-            for c, h in zip(chunks, _digests(row_text(t.columns, texts), md5)):
-                counts[c] = counts.get(c, 0) + 1
-                xors[c] = xors.get(c, 0) ^ int.from_bytes(h[:8], "big")
+        try:
+            for batch in self.batches():
+                if not batch.num_rows:
+                    continue
+                texts = [value_text(c, batch.column(i)) for i, c in enumerate(t.columns)]
+                chunks = chunk_of(batch, key_at, texts)
+                for c, h in zip(chunks, _digests(row_text(t.columns, texts), md5)):
+                    counts[c] = counts.get(c, 0) + 1
+                    xors[c] = xors.get(c, 0) ^ int.from_bytes(h[:8], "big")
+        except (OSError, ValueError, TypeError, NotImplementedError) as exc:  # Arrow's errors
+            raise VerifyError(f"{t.name}: the driver cannot read {self.path}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                              hint="--engine spark reads it with Spark") from None
         return {c: (counts[c], xors[c] & MASK64) for c in counts}
 
 
