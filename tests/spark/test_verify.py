@@ -219,9 +219,16 @@ def test_equal_tables_verify_equal(mariadb: Any, spark: Any, synced: Path, engin
         real = getattr(mod, "checksums")
         monkeypatch.setattr(mod, "checksums", lambda *a, _r=real, _n=name: (
             used.append(_n), _r(*a))[1])
+    planned: list[tuple[str, object]] = []
+    real_bounds = driver_side.key_bounds
+    monkeypatch.setattr(driver_side, "key_bounds", lambda path, t, *a: (
+        lambda got: (planned.append((t.table, got)), got)[1])(real_bounds(path, t, *a)))
     report = verify(mariadb.url, FIXED, synced, chunk_size=7, spark=spark, wait=0,
                     engine=engine)
     assert set(used) == {engine}
+    # with the driver, the range tables' boundaries come from the Delta keys (no walk)
+    assert sorted(n for n, got in planned if got is not None) == (
+        ["events", "types"] if engine == "driver" else [])
     by = {t.table: t for t in report.tables}
     assert report.equal, report.to_json()
     assert set(by) == {f"{DB}.types", f"{DB}.tags", f"{DB}.events"}

@@ -141,3 +141,29 @@ def test_a_file_the_driver_cannot_read_is_one_clear_error(tmp_path: "pytest.Temp
         lake.DriverLake(str(path), plan_of((Column("id", "int", "bigint"),))).checksums()
     assert "db.t: the driver cannot read" in str(err.value) and "\n" not in str(err.value)
     assert "--engine spark" in (err.value.hint or "")
+
+
+def test_key_bounds_come_from_the_delta_tables_keys(tmp_path: "pytest.TempPathFactory") -> None:
+    """Every chunk_size-th key in key order, as the source's walk would give them; none
+    when the Delta table holds far fewer rows than the source's estimate."""
+    import datetime as dt
+
+    from deltalake import write_deltalake
+
+    from binlake.verify.source import SourceTable
+
+    path = str(tmp_path / "t")
+    days = [dt.date(2024, 1, 1 + i % 3) for i in range(10)]
+    write_deltalake(path, pa.table({"d": pa.array(days, pa.date32()),
+                                    "n": pa.array([9 - i for i in range(10)], pa.int64()),
+                                    "blob": pa.array([bytes([i]) for i in range(10)])}))
+    cols = (Column("d", "date", "date"), Column("n", "int", "bigint"),
+            Column("blob", "binary", "blob"))
+    t = SourceTable("db", "t", cols, ("d", "n"))
+    keys = sorted((d.isoformat(), 9 - i) for i, d in enumerate(days))
+    assert lake.key_bounds(path, t, 3, 10) == [(d, str(n)) for d, n in keys[3::3]]
+    assert lake.key_bounds(path, t, 20, 10) == []
+    assert lake.key_bounds(path, t, 3, 100) is None  # the source has far more rows
+    blob = SourceTable("db", "t", cols, ("blob",))
+    assert lake.key_bounds(path, blob, 4, None) == [("04",), ("08",)]
+    assert lake.key_bounds(str(tmp_path / "none"), t, 3, 10) is None

@@ -6,8 +6,9 @@ jobs of each kind pay for code generation; `--no-warmup` times them too), and in
 run, each repeat in turn (the order reversed every other repeat):
 
 * source: the floor of verify's source side, the primary's chunk checksum SQL alone (no
-  Spark): the chunk plan (a walk of the key index) and every chunk's checksum read, as
-  verify reads them, on its default two connections;
+  Spark): the chunk plan (boundaries from the Delta tables' keys, as verify plans on a
+  local master) and every chunk's checksum read, as verify reads them, on its default two
+  connections;
 * delta: the floor of verify's Delta side as it runs on a local master: the driver reading
   every table with Arrow and computing every chunk's checksum (the chunks planned once,
   untimed);
@@ -157,17 +158,18 @@ def full_compare(spark: Any, server: Any, warehouse: Path) -> dict[str, int]:
     return out
 
 
-def source_floor(url: str, chunk_size: int) -> dict[str, Any]:
-    """verify's source side alone: plan the chunks, then read every chunk's checksum, table
-    after table, on verify's default connections, as verify does. Seconds of each step."""
-    from ..verify.run import DEFAULT_CONNECTIONS, plan_tables, source_sums
+def source_floor(url: str, chunk_size: int, warehouse: Path) -> dict[str, Any]:
+    """verify's source side alone: plan the chunks, then read every chunk's checksum on
+    verify's default connections, as verify does on a local master (boundaries from the
+    Delta tables' keys). Seconds of each step."""
+    from ..verify.run import DEFAULT_CONNECTIONS, lake_bounds, plan_tables, source_sums
     from ..verify.source import Source
 
     src = Source(ServerURL.parse(url))
     try:
         t0 = time.perf_counter()
         plans = plan_tables(src, src.select_tables(f"{SCHEMA}.*"), chunk_size,
-                            DEFAULT_CONNECTIONS)
+                            DEFAULT_CONNECTIONS, lake_bounds(str(warehouse), chunk_size))
         t1 = time.perf_counter()
         sums = source_sums(src, plans, connections=DEFAULT_CONNECTIONS)
         rows = sum(c.rows for got, _ in sums for c in got.values())
@@ -178,14 +180,15 @@ def source_floor(url: str, chunk_size: int) -> dict[str, Any]:
             "chunks": sum(len(p.chunks) for p in plans)}
 
 
-def plans_of(url: str, chunk_size: int) -> list[Any]:
+def plans_of(url: str, chunk_size: int, warehouse: Path) -> list[Any]:
     """The chunk plans verify would make now (for the Delta side's floor)."""
+    from ..verify.run import lake_bounds, plan_tables
     from ..verify.source import Source
 
     src = Source(ServerURL.parse(url))
     try:
-        return [src.plan(src.describe(s, t), chunk_size)
-                for s, t in src.select_tables(f"{SCHEMA}.*")]
+        return plan_tables(src, src.select_tables(f"{SCHEMA}.*"), chunk_size, 1,
+                           lake_bounds(str(warehouse), chunk_size))
     finally:
         src.close()
 
@@ -297,9 +300,9 @@ def run(scale: int = 100_000, seed: int = 6, repeat: int = 2, chunk_size: int = 
         doc["workload"] = {"rows": {
             t: int(server.sql(f"SELECT COUNT(*) FROM `{t}`", database=SCHEMA)[0][0])
             for t in TABLES}}
-        plans = plans_of(server.url, chunk_size)
+        plans = plans_of(server.url, chunk_size, wh)
         steps: dict[str, Callable[[], Any]] = {
-            "source": lambda: source_floor(server.url, chunk_size),
+            "source": lambda: source_floor(server.url, chunk_size, wh),
             "delta": lambda: delta_floor(spark, wh, plans),
             "delta_spark": lambda: delta_spark_floor(spark, wh, plans),
             "scan": lambda: delta_scan(spark, wh),

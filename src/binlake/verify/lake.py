@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .canonical import Column, VerifyError, boundary_param
-from .source import Plan
+from .source import Plan, SourceTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -87,16 +87,17 @@ class DriverLake:
     def comparable(self) -> bool:
         return not self.missing and all(k in self.names for k in self.plan.table.key)
 
-    def batches(self) -> Iterator["pa.RecordBatch"]:
-        """The current rows (SCD2: the open versions), the compared columns only. A local,
-        unpartitioned table's files are read by Arrow directly (delta-rs's dataset reads
-        them through Python's file layer, at twice the CPU); others by delta-rs."""
+    def batches(self, columns: list[str] | None = None) -> Iterator["pa.RecordBatch"]:
+        """The current rows (SCD2: the open versions) of the compared columns, or of the
+        Delta columns `columns`. A local, unpartitioned table's files are read by Arrow
+        directly (delta-rs's dataset reads them through Python's file layer, at twice the
+        CPU); others by delta-rs."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
-        cols = [self.names[c.name] for c in self.plan.table.columns]
+        cols = columns or [self.names[c.name] for c in self.plan.table.columns]
         want = pa.schema([pa.field(n, self.types[n]) for n in
                           cols + ([END_AT] if self.scd2 else [])])
         files = [u for u in self.table.file_uris()]
@@ -141,6 +142,55 @@ class DriverLake:
         return {c: (counts[c], xors[c] & MASK64) for c in counts}
 
 
+def key_bounds(path: str, t: SourceTable, chunk_size: int,
+               estimate: int | None) -> list[tuple[str, ...]] | None:
+    """Range chunk boundaries every `chunk_size` rows, from the Delta table's own keys in
+    the source's order (the key kinds of range chunks order alike on both sides): planning
+    then reads nothing on the source, where a walk of the key reads every leaf page. None
+    (walk the source) when the driver cannot read the table or it holds fewer than half the
+    source's estimated rows (its chunks would be far larger on the source)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    if not t.ranged or not DeltaTable.is_deltatable(path) or unreadable(path) is not None:
+        return None
+    lake = DriverLake(path, Plan(t, [], None))
+    if not all(k in lake.names for k in t.key):
+        return None
+    keys = t.key_columns
+    cols = [lake.names[c.name] for c in keys]
+    try:
+        table = pa.Table.from_batches(list(lake.batches(cols)),
+                                      pa.schema([(c, lake.types[c]) for c in cols]))
+        n = table.num_rows
+        if not n or (estimate and estimate > 2 * chunk_size and n < estimate / 2):
+            return None
+        if n <= chunk_size:
+            return []
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in cols])
+        picked = table.take(order.take(pa.array(range(chunk_size, n, chunk_size))))
+        texts = [_bound_texts(c, picked.column(i)) for i, c in enumerate(keys)]
+    except (OSError, ValueError, TypeError, NotImplementedError, VerifyError):
+        return None  # the walk plans it; the checksums say what is wrong, if anything
+    return list(zip(*texts))
+
+
+def _bound_texts(col: Column, arr: Any) -> list[str]:
+    """Key values as the text `canonical.boundary_sql` reads them on the source."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    if col.kind == "timestamp":  # UTC wall time (the source session's time zone)
+        out: list[str] = pc.cast(pc.cast(arr, pa.timestamp("us")), pa.string()).to_pylist()
+    else:
+        out = value_text(col, arr).to_pylist()
+    if any(v is None for v in out):
+        raise VerifyError(f"column {col.name}: a NULL key")
+    return out
+
+
 def delta_version(path: str) -> int | None:
     """The newest committed version of the Delta table at `path` (its highest
     `_delta_log/<version>.json`), or None when that cannot be told cheaply (not a local
@@ -160,7 +210,11 @@ def delta_version(path: str) -> int | None:
 
 def lake_table_path(warehouse: str, plan: Plan) -> str:
     """Where the sync writes the plan's table under `warehouse`."""
-    t = plan.table
+    return table_path(warehouse, plan.table)
+
+
+def table_path(warehouse: str, t: SourceTable) -> str:
+    """Where the sync writes the source table `t` under `warehouse`."""
     return f"{warehouse.rstrip('/')}/{t.schema}/{t.table}"
 
 

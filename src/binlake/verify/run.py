@@ -32,7 +32,7 @@ from .canonical import VerifyError, frame_text
 from .progress import applied as applied_at
 from .progress import position_key, wait_applied
 from .report import RowDifference, TableReport, VerifyReport
-from .source import Checksum, Chunk, Plan, Source
+from .source import Checksum, Chunk, Plan, Source, SourceTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -97,8 +97,10 @@ def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
     report = VerifyReport()
     src = Source(server, rate=rate, timeout=timeout)
     try:
-        plans = plan_tables(src, src.select_tables(tables), chunk_size, connections)
         session: Spark = spark or _LazySession(master)
+        bounds = lake_bounds(str(warehouse), chunk_size) if _in_driver(engine, session) \
+            else None
+        plans = plan_tables(src, src.select_tables(tables), chunk_size, connections, bounds)
         report.tables = verify_tables(src, session, str(warehouse), plans, opts, progress)
     finally:
         src.close()
@@ -130,10 +132,13 @@ def _session(spark: Any) -> "SparkSession":
     return session
 
 
-def _master(spark: Any) -> str:
-    if isinstance(spark, _LazySession):
-        return spark.master
-    return str(_session(spark).conf.get("spark.master", ""))
+def _in_driver(engine: str, spark: Any) -> bool:
+    """Whether the driver computes the Delta side (`engine`, auto: on a local master)."""
+    if engine != "auto":
+        return engine == "driver"
+    master = spark.master if isinstance(spark, _LazySession) else \
+        str(_session(spark).conf.get("spark.master", ""))
+    return master.startswith("local")
 
 
 def verify_table(src: Source, spark: Spark, warehouse: str, plan: Plan,
@@ -150,9 +155,8 @@ def source_sums(src: Source, plans: list[Plan],
     its last chunk).
 
     With `connections` above 1, the chunks of all tables are read that many at a time, each
-    on a connection of its own, the heaviest first (a table's bytes over its chunks), so no
-    connection idles at a table's end (more connections share `src`'s rate limit); a
-    hash-bucket table is one read."""
+    on a connection of its own, the tables interleaved (so no connection idles at a table's
+    end; more connections share `src`'s rate limit); a hash-bucket table is one read."""
     extra = [src.another(connections) for _ in range(connections - 1)]
     if extra and src.rate:
         src.rate /= connections
@@ -181,14 +185,17 @@ def source_sums(src: Source, plans: list[Plan],
             idle.put(conn)
 
     try:
+        # Tables side by side, each at the same pace (a chunk's place in its table), the
+        # heaviest chunks first among equals: a table whose reads wait on the disk runs
+        # beside others that keep the cores busy.
         weight = src.table_bytes([p.table for p in plans]) if extra else {}
-        tasks = sorted(((-weight.get(p.table.name, 0) / max(1, len(p.chunks)), k, c)
-                        for k, p in enumerate(plans)
-                        for c in (p.chunks[:1] if p.buckets else p.chunks)),
-                       key=lambda t: (t[0], t[1], t[2].index))
+        tasks = sorted(((i / len(p.chunks), -weight.get(p.table.name, 0) / len(p.chunks), k, c)
+                        for k, p in enumerate(plans) if p.chunks
+                        for i, c in enumerate(p.chunks[:1] if p.buckets else p.chunks)),
+                       key=lambda t: (t[0], t[1], t[2], t[3].index))
         with ThreadPoolExecutor(max(1, connections)) as pool:
             futures = [pool.submit(bucketed, k) if plans[k].buckets else pool.submit(one, k, c)
-                       for _, k, c in tasks]
+                       for _, _, k, c in tasks]
             for k, got in _as_completed(futures):
                 sums[k].update(got)
                 seconds[k] = time.monotonic() - t0
@@ -203,12 +210,31 @@ def source_sums(src: Source, plans: list[Plan],
     return list(zip(sums, seconds))
 
 
+Bounds: TypeAlias = "Callable[[SourceTable, Source], list[tuple[str, ...]] | None]"
+"""A table's range boundaries from elsewhere than a walk (None: walk it)."""
+
+
+def lake_bounds(warehouse: str, chunk_size: int) -> Bounds:
+    """Boundaries from the Delta tables' own keys (`lake.key_bounds`): planning then reads
+    nothing on the source."""
+    from .lake import key_bounds, table_path
+
+    def bounds(t: SourceTable, conn: Source) -> list[tuple[str, ...]] | None:
+        return key_bounds(table_path(warehouse, t), t, chunk_size, conn.row_estimate(t))
+    return bounds
+
+
 def plan_tables(src: Source, tables: list[tuple[str, str]], chunk_size: int,
-                connections: int = 1) -> list[Plan]:
-    """Each table's chunk plan (`Source.plan`); with `connections` above 1, that many tables
-    walked at a time (a walk reads the key index and mostly waits on the server's reads)."""
+                connections: int = 1, bounds: Bounds | None = None) -> list[Plan]:
+    """Each table's chunk plan (`Source.plan`), range boundaries from `bounds` where it
+    gives them; with `connections` above 1, that many tables planned at a time (a walk
+    reads the key index and mostly waits on the server's reads)."""
+    def plan(conn: Source, name: tuple[str, str]) -> Plan:
+        t = conn.describe(*name)
+        return conn.plan(t, chunk_size, bounds(t, conn) if bounds and t.ranged else None)
+
     if connections < 2 or len(tables) < 2:
-        return [src.plan(src.describe(s, t), chunk_size) for s, t in tables]
+        return [plan(src, name) for name in tables]
     n = min(connections, len(tables))
     extra = [src.another() for _ in range(n - 1)]
     idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
@@ -218,7 +244,7 @@ def plan_tables(src: Source, tables: list[tuple[str, str]], chunk_size: int,
     def one(name: tuple[str, str]) -> Plan:
         conn = idle.get()
         try:
-            return conn.plan(conn.describe(*name), chunk_size)
+            return plan(conn, name)
         finally:
             idle.put(conn)
 
@@ -255,8 +281,7 @@ def verify_tables(src: Source, spark: Spark, warehouse: str, plans: list[Plan],
     before = applied_at(warehouse)[0]
     versions = {i: delta_version(lake_table_path(warehouse, p)) for i, p in enumerate(plans)}
     lakes: dict[int, Any] = {}
-    in_driver = opts.engine == "driver" or (opts.engine == "auto"
-                                            and _master(spark).startswith("local"))
+    in_driver = _in_driver(opts.engine, spark)
     for i, plan in enumerate(plans):
         rep = reports[i]
         try:
@@ -466,5 +491,6 @@ def narrow(src: Source, lake: Any, plan: Plan, differing: list[Chunk], opts: Ver
 
 
 __all__ = ["verify", "verify_table", "verify_tables", "narrow", "source_sums", "plan_tables",
+           "lake_bounds",
            "VerifyOptions",
            "VerifyError", "ENGINES"]

@@ -248,6 +248,12 @@ class Source:
             out.extend(h for h in hit if h not in out)
         return out
 
+    def row_estimate(self, t: SourceTable) -> int | None:
+        """The server's estimate of the table's rows (information_schema.TABLES)."""
+        got = self.rows("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                        "%s AND TABLE_NAME = %s", (t.schema, t.table))
+        return int(got[0][0]) if got and got[0][0] is not None else None
+
     def table_bytes(self, tables: Sequence[SourceTable]) -> dict[str, int]:
         """The server's estimate of each table's data bytes (information_schema), by name."""
         if not tables:
@@ -277,18 +283,24 @@ class Source:
 
     # -- planning and checksums -------------------------------------------------------------
 
-    def plan(self, t: SourceTable, chunk_size: int) -> Plan:
+    def plan(self, t: SourceTable, chunk_size: int,
+             bounds: list[tuple[str, ...]] | None = None) -> Plan:
         """Chunks of about `chunk_size` rows: key ranges whose boundaries are real keys
         (walking the key index until it ends: no COUNT(*), which would read the table once
-        more), or hash buckets of the key (as many as the row count needs)."""
+        more; or `bounds` given, texts as `boundary_sql` reads them), or hash buckets of the
+        key (as many as the row count needs)."""
         if not t.ranged:
             count = int(self.rows(f"SELECT COUNT(*) FROM {t.from_sql}")[0][0])
             n = max(1, math.ceil(count / chunk_size))
             return Plan(t, [Chunk(i, bucket=i) for i in range(n)], count, n)
+        if bounds is not None:
+            edges: list[tuple[str, ...] | None] = [None, *bounds, None]
+            return Plan(t, [Chunk(i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)],
+                        None)
         keys = t.key_columns
         select = ", ".join(boundary_sql(c) for c in keys)
         order = ", ".join(q(k) for k in t.key)
-        bounds: list[tuple[str, ...]] = []
+        bounds = []
         while True:
             where, args = self.range_predicate(t, bounds[-1] if bounds else None, None)
             row = self.rows(f"SELECT {select} FROM {t.from_sql} WHERE {where} ORDER BY {order} "
@@ -296,7 +308,7 @@ class Source:
             if not row:
                 break
             bounds.append(tuple(str(v) for v in row[0]))
-        edges: list[tuple[str, ...] | None] = [None, *bounds, None]
+        edges = [None, *bounds, None]
         return Plan(t, [Chunk(i, edges[i], edges[i + 1]) for i in range(len(edges) - 1)], None)
 
     @staticmethod
