@@ -1,9 +1,10 @@
 """The Delta side of `binlake verify` in the driver: the chunk checksums of
 `binlake.spark.verify.checksums`, over the Delta table read by delta-rs into Arrow.
 
-On a local master the Spark job paid more than the source server's hashing: about 4.5 JVM
-CPU s for the 1M workload's tables, of which reading the columns was 2.8 (benchmarks/README,
-Verify). Arrow reads the same Parquet in a tenth of that. Each row's canonical text is built
+On a local master the Spark job paid more than the source server's hashing: 4-6.7 JVM CPU s
+for the 1M workload's tables, of which reading the columns was about 3 (benchmarks/README,
+Verify). Arrow reads the same Parquet for a fifth of that, and the whole side takes about
+2.4 CPU s. Each row's canonical text is built
 from Arrow kernels per column kind, exactly as `spark.verify.value_text` writes it, then
 hashed with MD5 and folded per chunk. The table is read a record batch at a time, so memory
 stays bounded by a batch. Narrowing differences down, `--repair` and tables the driver does
