@@ -1,9 +1,10 @@
 """`binlake verify`: prove that synced Delta tables equal their source tables.
 
-Chunked checksums over the primary key, computed by the source server in SQL and by Spark
-over the Delta table (the same canonical row text on both sides, see `canonical`), online
-while the sync runs, narrowed down to the differing rows. The source side (this package)
-does not import Spark; the Delta side is `binlake.spark.verify`.
+Chunked checksums over the primary key, computed by the source server in SQL and over the
+Delta table (the same canonical row text on both sides, see `canonical`): by the driver with
+Arrow on a local master (`lake`), by Spark on a cluster (`binlake.spark.verify`). Online
+while the sync runs, narrowed down to the differing rows (with Spark). This package imports
+Spark only when it has work for it.
 
     from binlake.verify import verify
     report = verify("mysql://repl:pw@db1", "shop.*", "/data/lake")

@@ -1,9 +1,10 @@
 """`binlake.verify.verify`: compare synced Delta tables with their source tables.
 
-Per table: plan chunks over the primary key; the source server computes each chunk's
-checksum in a consistent snapshot at a known binlog position P; once the sync has applied
-past P (its checkpoint says so), Spark computes the same checksums over the Delta table in
-one job (started while the server reads, and kept when the sync was already past every P).
+Per table: plan chunks over the primary key (on a local master from the Delta table's own
+keys); the source server computes each chunk's checksum in a consistent snapshot at a known
+binlog position P; once the sync has applied past P (its checkpoint says so), the same
+checksums are computed over the Delta table, by the driver (`lake`) or one Spark job
+(started while the server reads, and kept when the sync was already past every P).
 Differing chunks are narrowed down to rows: both sides list (key, row hash) of the
 chunk, keys whose hashes differ are the differing rows, and both sides' values name the
 differing columns.
