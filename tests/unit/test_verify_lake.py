@@ -167,3 +167,18 @@ def test_key_bounds_come_from_the_delta_tables_keys(tmp_path: "pytest.TempPathFa
     blob = SourceTable("db", "t", cols, ("blob",))
     assert lake.key_bounds(path, blob, 4, None) == [("04",), ("08",)]
     assert lake.key_bounds(str(tmp_path / "none"), t, 3, 10) is None
+
+
+def test_key_bounds_leave_big_tables_to_the_walk(tmp_path: "pytest.TempPathFactory",
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table with more rows than the driver sorts in memory (by the log's statistics)."""
+    from deltalake import write_deltalake
+
+    from binlake.verify.source import SourceTable
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64())}))
+    t = SourceTable("db", "t", (Column("id", "int", "bigint"),), ("id",))
+    assert lake.key_bounds(path, t, 4, 10) == [("4",), ("8",)]
+    monkeypatch.setattr(lake, "BOUND_ROWS", 9)
+    assert lake.key_bounds(path, t, 4, 10) is None

@@ -30,6 +30,9 @@ READABLE_FEATURES = frozenset({"timestampNtz", "appendOnly", "invariants", "chec
                                "vacuumProtocolCheck", "inCommitTimestamp"})
 """Table features that do not change how the table's rows are read."""
 BATCH_ROWS = 8192
+BOUND_ROWS = 20_000_000
+"""Above this many rows (by the Delta log's statistics) a table's keys are not sorted in the
+driver's memory for its chunk boundaries: the source is walked instead."""
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
@@ -83,6 +86,17 @@ class DriverLake:
             except VerifyError as exc:
                 return str(exc)
         return None
+
+    def rows_at_most(self, limit: int) -> bool:
+        """Whether the Delta log's statistics show at most `limit` rows (False when a file
+        has none)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        counts = pa.table(self.table.get_add_actions(flatten=True)).column("num_records")
+        if counts.null_count:
+            return False
+        return bool((pc.sum(counts).as_py() or 0) <= limit)
 
     @property
     def comparable(self) -> bool:
@@ -157,7 +171,7 @@ def key_bounds(path: str, t: SourceTable, chunk_size: int,
     if not t.ranged or not DeltaTable.is_deltatable(path) or unreadable(path) is not None:
         return None
     lake = DriverLake(path, Plan(t, [], None))
-    if not all(k in lake.names for k in t.key):
+    if not all(k in lake.names for k in t.key) or not lake.rows_at_most(BOUND_ROWS):
         return None
     keys = t.key_columns
     cols = [lake.names[c.name] for c in keys]
