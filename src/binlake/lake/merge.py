@@ -71,7 +71,11 @@ def writable(path: str) -> str | None:
     """None when delta-rs can MERGE into the table at `path` as Spark would; else why not."""
     from deltalake import DeltaTable
 
-    dt = DeltaTable(path)
+    return _writable(DeltaTable(path))
+
+
+def _writable(dt: Any) -> str | None:
+    """`writable` of an opened table."""
     proto = dt.protocol()
     features = set(proto.writer_features or ()) | set(proto.reader_features or ())
     if proto.min_writer_version > 7 or proto.min_reader_version > 3:
@@ -95,10 +99,11 @@ def unwritable(path: str, wanted: pa.Schema) -> str | None:
 
     if not DeltaTable.is_deltatable(path):
         return "a new table"
-    why = writable(path)
+    dt = DeltaTable(path)  # its log read once for both questions
+    why = _writable(dt)
     if why is not None:
         return why
-    have = pa.schema(DeltaTable(path).schema().to_arrow())
+    have = pa.schema(dt.schema().to_arrow())
     for f in wanted:
         i = have.get_field_index(f.name)
         if i < 0:
@@ -163,7 +168,11 @@ def committed(path: str, app_id: str, version: int) -> bool:
     """Whether the table holds transaction `version` of `app_id` already (or a later one)."""
     from deltalake import DeltaTable
 
-    seen = DeltaTable(path).transaction_version(app_id)
+    return _committed(DeltaTable(path), app_id, version)
+
+
+def _committed(dt: Any, app_id: str, version: int) -> bool:
+    seen = dt.transaction_version(app_id)
     return seen is not None and version <= seen
 
 
@@ -176,8 +185,7 @@ def merge_net(path: str, source: pa.Table, spec: NetMerge, app_id: str,
     from deltalake.exceptions import DeltaError
 
     dt = DeltaTable(path)
-    seen = dt.transaction_version(app_id)
-    if seen is not None and version <= seen:
+    if _committed(dt, app_id, version):
         return None
     seq, newer = ident(spec.seq_col), f"s._seq > t.{ident(spec.seq_col)}"
     # each term in parentheses: the parser binds AND tighter than IS NOT DISTINCT FROM

@@ -18,14 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..verify.canonical import MANTISSA, Column, VerifyError
-from ..verify.lake import lake_table_path
+from ..verify.lake import END_AT, START_AT, lake_table_path
 from ..verify.source import Plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column as SCol, DataFrame, SparkSession
 
-START_AT = "__START_AT"
-END_AT = "__END_AT"
 SEQ = "_binlake_seq"
 TRUNCATE = "_binlake_truncate"
 

@@ -8,11 +8,12 @@ Verify). Arrow reads the same Parquet for a fifth of that, and the whole side ta
 from Arrow kernels per column kind, exactly as `spark.verify.value_text` writes it, then
 hashed with MD5 and folded per chunk. The table is read a record batch at a time, so memory
 stays bounded by a batch. Narrowing differences down, `--repair` and tables the driver does
-not read as Spark does (`unreadable`) stay with Spark.
+not read as Spark does (`open_lake`) stay with Spark.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 from bisect import bisect_right
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterator
@@ -22,6 +23,8 @@ from .source import Plan, SourceTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 START_AT = "__START_AT"
 END_AT = "__END_AT"
@@ -36,35 +39,27 @@ driver's memory for its chunk boundaries: the source is walked instead."""
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
-def unreadable(path: str) -> str | None:
-    """None when delta-rs reads the current rows of the table at `path` as Spark does; else
-    why not (deletion vectors, column mapping, an unknown feature: Spark reads those)."""
-    from deltalake import DeltaTable
-
+def open_lake(path: str, plan: Plan) -> "DriverLake | str":
+    """The Delta table at `path` (one that exists) for the driver, or why the driver does not
+    read it as Spark does (Spark then takes it)."""
     try:
-        proto = DeltaTable(path).protocol()
-    except Exception as exc:  # no table, or one delta-rs cannot open: Spark says which
+        lake = DriverLake(path, plan)
+    except Exception as exc:  # noqa: BLE001 - delta-rs cannot open it: Spark says why
         return f"delta-rs cannot open it ({type(exc).__name__})"
-    if proto.min_reader_version > 3:
-        return f"reader protocol {proto.min_reader_version}"
-    features = set(proto.reader_features or ()) | set(proto.writer_features or ())
-    if proto.min_reader_version == 2:
-        return "column mapping"
-    if features - READABLE_FEATURES:
-        return f"table features {sorted(features - READABLE_FEATURES)}"
-    return None
+    why = lake.unreadable() or (lake.unread() if lake.comparable else None)
+    return lake if why is None else why
 
 
 class DriverLake:
     """A synced Delta table whose chunk checksums the driver computes (see the module)."""
 
     def __init__(self, path: str, plan: Plan) -> None:
+        import pyarrow as pa
         from deltalake import DeltaTable
 
         self.path, self.plan = path, plan
         self.table = DeltaTable(path)
-        schema: Any = self.table.schema().to_arrow()
-        self.types = {f.name: _arrow_type(f.type) for f in schema}
+        self.types = {f.name: f.type for f in pa.schema(self.table.schema().to_arrow())}
         self.scd2 = END_AT in self.types
         ours = [n for n in self.types if not n.startswith("_binlake_")
                 and n not in (START_AT, END_AT)]
@@ -74,6 +69,19 @@ class DriverLake:
                       if c.name.lower() in lower}
         self.missing = [c.name for c in t.columns if c.name not in self.names]
         self.extra = sorted(set(ours) - set(self.names.values()))
+
+    def unreadable(self) -> str | None:
+        """None when delta-rs reads the table's current rows as Spark does; else why not
+        (deletion vectors, column mapping, an unknown feature: Spark reads those)."""
+        proto = self.table.protocol()
+        if proto.min_reader_version > 3:
+            return f"reader protocol {proto.min_reader_version}"
+        features = set(proto.reader_features or ()) | set(proto.writer_features or ())
+        if proto.min_reader_version == 2:
+            return "column mapping"
+        if features - READABLE_FEATURES:
+            return f"table features {sorted(features - READABLE_FEATURES)}"
+        return None
 
     def unread(self) -> str | None:
         """None when every compared column's Delta type is one `value_text` reads as Spark
@@ -168,10 +176,11 @@ def key_bounds(path: str, t: SourceTable, chunk_size: int,
     import pyarrow.compute as pc
     from deltalake import DeltaTable
 
-    if not t.ranged or not DeltaTable.is_deltatable(path) or unreadable(path) is not None:
+    if not t.ranged or not DeltaTable.is_deltatable(path):
         return None
-    lake = DriverLake(path, Plan(t, [], None))
-    if not all(k in lake.names for k in t.key) or not lake.rows_at_most(BOUND_ROWS):
+    lake = open_lake(path, Plan(t, [], None))
+    if isinstance(lake, str) or not all(k in lake.names for k in t.key) \
+            or not lake.rows_at_most(BOUND_ROWS):
         return None
     keys = t.key_columns
     cols = [lake.names[c.name] for c in keys]
@@ -186,8 +195,10 @@ def key_bounds(path: str, t: SourceTable, chunk_size: int,
         order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in cols])
         picked = table.take(order.take(pa.array(range(chunk_size, n, chunk_size))))
         texts = [_bound_texts(c, picked.column(i)) for i, c in enumerate(keys)]
-    except (OSError, ValueError, TypeError, NotImplementedError, VerifyError):
-        return None  # the walk plans it; the checksums say what is wrong, if anything
+    except (OSError, ValueError, TypeError, NotImplementedError, VerifyError) as exc:
+        # the walk plans it; the checksums say what is wrong, if anything
+        log.debug("verify: %s planned by a walk: %s", t.name, exc)
+        return None
     return list(zip(*texts))
 
 
@@ -255,13 +266,6 @@ def _conform(batch: "pa.RecordBatch", schema: "pa.Schema") -> "pa.RecordBatch":
             col = batch.column(i)
             cols.append(col if col.type.equals(f.type) else col.cast(f.type))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def _arrow_type(t: Any) -> "pa.DataType":
-    """An arro3 type (delta-rs's schema) as a pyarrow type."""
-    import pyarrow as pa
-
-    return t if isinstance(t, pa.DataType) else pa.field(t).type
 
 
 # -- the canonical text in Arrow (spark/verify.py's value_text, kind by kind) ---------------

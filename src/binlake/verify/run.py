@@ -331,9 +331,9 @@ def verify_tables(src: Source, spark: Spark, warehouse: str, plans: list[Plan],
 
 
 def _open_lake(spark: Spark, warehouse: str, plan: Plan, in_driver: bool) -> Any:
-    """The Delta table of `plan`, read by the driver (`in_driver` and `lake.unreadable` says
+    """The Delta table of `plan`, read by the driver (`in_driver` and `lake.open_lake` says
     it can) or by Spark."""
-    from .lake import DriverLake, lake_table_path, unreadable
+    from .lake import lake_table_path, open_lake
 
     path = lake_table_path(warehouse, plan)
     if in_driver:
@@ -342,13 +342,10 @@ def _open_lake(spark: Spark, warehouse: str, plan: Plan, in_driver: bool) -> Any
         if not DeltaTable.is_deltatable(path):
             raise VerifyError(f"{plan.table.name}: no Delta table at {path}",
                               hint="run binlake sync for it first")
-        why = unreadable(path)
-        if why is None:
-            lake = DriverLake(path, plan)
-            why = lake.unread() if lake.comparable else None
-            if why is None:
-                return lake
-        log.debug("verify: %s is checksummed by Spark: %s", plan.table.name, why)
+        lake = open_lake(path, plan)
+        if not isinstance(lake, str):
+            return lake
+        log.debug("verify: %s is checksummed by Spark: %s", plan.table.name, lake)
     from ..spark.verify import lake_table
 
     return lake_table(_session(spark), warehouse, plan)
