@@ -118,14 +118,14 @@ def text_expr(cols: Sequence[Column], df: "DataFrame", names: dict[str, str]) ->
 
 
 def hash64_text(text: str) -> str:
-    """The first 64 bits of MD5(text), as a signed bigint (compare modulo 2**64)."""
-    return f"CAST(conv(substring(md5({text}), 1, 16), 16, -10) AS BIGINT)"
+    """The first 64 bits of SHA1(text), as a signed bigint (compare modulo 2**64)."""
+    return f"CAST(conv(substring(sha1({text}), 1, 16), 16, -10) AS BIGINT)"
 
 
 def bucket(key_text: "SCol", buckets: int) -> "SCol":
     from pyspark.sql import functions as F
 
-    return (F.conv(F.substring(F.md5(key_text), 17, 8), 16, 10).cast("bigint")
+    return (F.conv(F.substring(F.sha1(key_text), 17, 8), 16, 10).cast("bigint")
             % F.lit(buckets)).cast("int")
 
 
@@ -222,7 +222,7 @@ class LakeTable:
         key_text = text_expr(t.key_columns, df, self.names)
         return df.select(chunk_expr(self.plan, df, self.names, key_text).alias("_chunk"),
                          key_text.alias("_key"),
-                         F.expr(f"md5({row_text(t.columns, df, self.names)})").alias("_md5"))
+                         F.expr(f"sha1({row_text(t.columns, df, self.names)})").alias("_hash"))
 
     def hashed(self, tag: int) -> "DataFrame":
         """(_t = tag, _chunk, _h = the row's 64-bit hash) per current row: the input of
@@ -242,14 +242,14 @@ class LakeTable:
         return checksums([self])[0]
 
     def row_hashes(self, chunks: Iterable[int]) -> dict[int, dict[str, str]]:
-        """chunk -> key text -> row MD5, for the given chunks: one job."""
+        """chunk -> key text -> row SHA-1 (hex), for the given chunks: one job."""
         from pyspark.sql import functions as F
 
         wanted = sorted(set(chunks))
         rows = self._frame(self.df).where(F.col("_chunk").isin(wanted)).collect()
         out: dict[int, dict[str, str]] = {c: {} for c in wanted}
         for r in rows:
-            out[int(r["_chunk"])][r["_key"]] = r["_md5"]
+            out[int(r["_chunk"])][r["_key"]] = r["_hash"]
         return out
 
     def touched_since(self, chunks: Iterable[int], at: tuple[int, int]) -> tuple[set[str], bool]:

@@ -25,8 +25,10 @@ one way: its values joined by ',', NULL as 'N', and only the text kind, whose ch
 can be anything, framed as '<byte length>:<text>'; no other kind's text holds ',' or is 'N'.
 So NULL differs from '' and no two rows share a text by moving bytes between columns, and
 each value is computed once (the server does not share a value used twice in a frame). A
-row's hash is MD5 of its text; a chunk's checksum is COUNT(*) and BIT_XOR of the first 64
-bits of the row hashes (as pt-table-checksum does).
+row's hash is SHA-1 of its text; a chunk's checksum is COUNT(*) and BIT_XOR of the first 64
+bits of the row hashes (as pt-table-checksum does). SHA-1, not MD5: CPUs with SHA
+instructions (x86 SHA-NI, ARMv8) hash it 1.5-2.5x faster on both sides; not CRC32, whose
+linearity lets the XOR of two rows' hashes miss values swapped between them.
 """
 from __future__ import annotations
 
@@ -179,13 +181,13 @@ def row_sql(cols: list[Column] | tuple[Column, ...]) -> str:
 
 
 def hash64_sql(text: str) -> str:
-    """The first 64 bits of MD5(text), unsigned."""
-    return f"CAST(CONV(LEFT(MD5({text}), 16), 16, 10) AS UNSIGNED)"
+    """The first 64 bits of SHA1(text), unsigned."""
+    return f"CAST(CONV(LEFT(SHA1({text}), 16), 16, 10) AS UNSIGNED)"
 
 
 def bucket_sql(key_text: str, buckets: int) -> str:
     """The hash bucket of a key (chunks of tables whose key order differs between sides)."""
-    return f"(CAST(CONV(SUBSTRING(MD5({key_text}), 17, 8), 16, 10) AS UNSIGNED) %% {buckets})"
+    return f"(CAST(CONV(SUBSTRING(SHA1({key_text}), 17, 8), 16, 10) AS UNSIGNED) %% {buckets})"
 
 
 def boundary_sql(col: Column) -> str:

@@ -6,7 +6,7 @@ for the 1M workload's tables, of which reading the columns was about 3 (benchmar
 Verify). Arrow reads the same Parquet for a fifth of that, and the whole side takes about
 2.4 CPU s. Each row's canonical text is built
 from Arrow kernels per column kind, exactly as `spark.verify.value_text` writes it, then
-hashed with MD5 and folded per chunk. The table is read a record batch at a time, so memory
+hashed with SHA-1 and folded per chunk. The table is read a record batch at a time, so memory
 stays bounded by a batch. Narrowing differences down, `--repair` and tables the driver does
 not read as Spark does (`open_lake`) stay with Spark.
 """
@@ -148,14 +148,13 @@ class DriverLake:
         chunk_of = _chunker(self.plan, [t.columns[i] for i in key_at])
         counts: dict[int, int] = {}
         xors: dict[int, int] = {}
-        md5 = hashlib.md5
         try:
             for batch in self.batches():
                 if not batch.num_rows:
                     continue
                 texts = [value_text(c, batch.column(i)) for i, c in enumerate(t.columns)]
                 chunks = chunk_of(batch, key_at, texts)
-                for c, h in zip(chunks, _digests(row_text(t.columns, texts), md5)):
+                for c, h in zip(chunks, _digests(row_text(t.columns, texts))):
                     counts[c] = counts.get(c, 0) + 1
                     xors[c] = xors.get(c, 0) ^ int.from_bytes(h[:8], "big")
         except (OSError, ValueError, TypeError, NotImplementedError) as exc:  # Arrow's errors
@@ -402,11 +401,12 @@ def key_texts(cols: list[Column], texts: list["pa.Array"]) -> list[str]:
     return out
 
 
-def _digests(pieces: list["pa.Array"], md5: Any) -> Iterator[bytes]:
-    """MD5 of each row's text, given as pieces whose concatenation it is (`row_text`), read
+def _digests(pieces: list["pa.Array"]) -> Iterator[bytes]:
+    """SHA-1 of each row's text, given as pieces whose concatenation it is (`row_text`), read
     from the arrays' buffers (no Python strings)."""
     import pyarrow as pa
 
+    sha1 = hashlib.sha1
     views = []
     for p in pieces:
         if isinstance(p, pa.ChunkedArray):
@@ -420,10 +420,10 @@ def _digests(pieces: list["pa.Array"], md5: Any) -> Iterator[bytes]:
     if len(views) == 1:
         offsets, data, o = views[0]
         for i in range(o, o + len(pieces[0])):
-            yield md5(data[offsets[i]:offsets[i + 1]]).digest()
+            yield sha1(data[offsets[i]:offsets[i + 1]]).digest()
         return
     for i in range(len(pieces[0])):
-        h = md5()
+        h = sha1()
         for offsets, data, o in views:
             h.update(data[offsets[o + i]:offsets[o + i + 1]])
         yield h.digest()
@@ -437,7 +437,7 @@ def _chunker(plan: Plan, keys: list[Column]) -> Any:
         buckets = plan.buckets
 
         def bucket(batch: Any, at: list[int], texts: list[Any]) -> list[int]:
-            return [int.from_bytes(hashlib.md5(k.encode("utf-8", "surrogateescape"))
+            return [int.from_bytes(hashlib.sha1(k.encode("utf-8", "surrogateescape"))
                                    .digest()[8:12], "big") % buckets
                     for k in key_texts(keys, [texts[i] for i in at])]
         return bucket

@@ -359,10 +359,10 @@ class Source:
         return Checksum(int(n), int(x), at)
 
     def row_hashes(self, plan: Plan, chunk: Chunk) -> tuple[dict[str, str], Position]:
-        """key text -> MD5 of the row text, for one chunk, and the read's position."""
+        """key text -> SHA-1 (hex) of the row text, for one chunk, and the read's position."""
         t = plan.table
         where, args = self._where(plan, chunk)
-        rows, at = self.read(f"SELECT {t.key_text}, MD5({t.row_text}) FROM {t.from_sql} "
+        rows, at = self.read(f"SELECT {t.key_text}, SHA1({t.row_text}) FROM {t.from_sql} "
                              f"WHERE {where}", args)
         self.throttle(len(rows))
         return {_text(k): str(h) for k, h in rows}, at
