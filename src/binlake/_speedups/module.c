@@ -31,6 +31,8 @@
  *   framing.h  event_rows.c (the common rows event framed, checked and decoded whole)
  *   text_rows.h  text_rows.c (a result set's text rows split into Arrow column buffers)
  *   fold.h     fold.c (a table's change records folded into one net change per key)
+ *   digest.h   sha1.c (SHA-1, with SHA-NI where the CPU has it), row_sums.c (verify's row
+ *              hashes folded into chunk checksums)
  */
 #include "common.h"
 #include "crc.h"
@@ -42,6 +44,7 @@
 #include "framing.h"
 #include "text_rows.h"
 #include "fold.h"
+#include "digest.h"
 
 PyObject *g_absent, *g_decimal, *g_mysqltime, *g_decode_error;
 PyObject *g_date_fb, *g_dt2_fb, *g_ts2_fb, *g_empty, *g_comma;
@@ -85,6 +88,16 @@ static PyMethodDef module_methods[] = {
      "(True: the widest the CPU has, False: 128), for tests."},
     {"crc32", crc32_py, METH_VARARGS,
      "crc32(data, value=0) -> int: zlib's CRC32 (VPCLMULQDQ or PCLMULQDQ when the CPU has it)."},
+    {"sha1", sha1_py, METH_O,
+     "sha1(data) -> bytes: the SHA-1 digest (SHA-NI when the CPU has it)."},
+    {"sha1_set_simd", sha1_set_simd, METH_O,
+     "sha1_set_simd(on) -> on before: SHA-NI or the portable rounds, for tests (off without "
+     "the instructions)."},
+    {"row_sums", row_sums, METH_VARARGS,
+     "row_sums(columns, chunks, counts, xors): each row's canonical text from its "
+     "columns' value texts [(validity, offsets, data, start, int64 offsets?, framed?)], "
+     "hashed with SHA-1 and folded into counts[chunk] and xors[chunk] (uint64 buffers; "
+     "verify.lake.fold_rows)."},
     {"configure", configure, METH_VARARGS,
      "configure(ABSENT, Decimal, MySQLTime, DecodeError, date_fallback, datetime2_fallback, "
      "timestamp2_fallback): the Python objects the decoder builds or defers to."},
@@ -114,6 +127,7 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__core(void) {
     utf8_simd_init();
     crc32_init();
+    sha1_init();
     if (values_init() < 0 || jsonl_init() < 0) return NULL;
     if (PyType_Ready(&RowDecoderType) < 0 || PyType_Ready(&SlotMakerType) < 0
         || PyType_Ready(&ImageRowsType) < 0 || PyType_Ready(&ImageColumnType) < 0

@@ -7,8 +7,8 @@ event), and nothing else decides:
     switches.c          the extension in use, or None: not built, or BINLAKE_PURE_PYTHON=1
                         (then every fast path takes its Python twin)
     switches.simd       BINLAKE_SIMD: "" the widest vector code the CPU has, "avx2" at most
-                        AVX2 (and 256-bit CRC folds), "0" none (applied to the extension as
-                        it loads; its utf8_simd() says what runs)
+                        AVX2 (and 256-bit CRC folds), "0" none (no SHA instructions either;
+                        applied to the extension as it loads; its utf8_simd() says what runs)
     switches.crc_ahead  BINLAKE_CRC_AHEAD (default 1; 0 turns it off): a mapped file's
                         checksums checked by a thread ahead of the decoder, given a second
                         CPU (binlog/files.py; a pool with a process per CPU turns it off)
@@ -56,6 +56,7 @@ def _cap_simd(mod: Any, simd: str) -> None:
     if simd.startswith("0"):
         mod.utf8_set_simd("off")
         mod.crc32_set_simd(128)
+        mod.sha1_set_simd(False)
     elif simd == "avx2":
         if mod.utf8_simd() == "avx512":
             mod.utf8_set_simd("avx2")

@@ -4,20 +4,23 @@
 On a local master the Spark job paid more than the source server's hashing: 4-6.7 JVM CPU s
 for the 1M workload's tables, of which reading the columns was about 3 (benchmarks/README,
 Verify). Arrow reads the same Parquet for a fifth of that, and the whole side takes about
-2.4 CPU s. Each row's canonical text is built
-from Arrow kernels per column kind, exactly as `spark.verify.value_text` writes it, then
-hashed with SHA-1 and folded per chunk. The table is read a record batch at a time, so memory
-stays bounded by a batch. Narrowing differences down, `--repair` and tables the driver does
-not read as Spark does (`open_lake`) stay with Spark.
+1.0-1.3 CPU s. Each column's canonical text is built from Arrow kernels per column kind,
+exactly as `spark.verify.value_text` writes it; the C core (`row_sums`, through
+`fold_columns`) joins each row's text, hashes it with SHA-1 and folds it into its chunk
+(`fold_rows` is its Python twin). The table is read a record batch of about BATCH_BYTES at a
+time, so memory stays bounded by a batch. Narrowing differences down, `--repair` and tables
+the driver does not read as Spark does (`open_lake`) stay with Spark.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+from array import array
 from bisect import bisect_right
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .._speedups.native import function
 from .canonical import Column, VerifyError, boundary_param
 from .source import Plan, SourceTable
 
@@ -33,10 +36,11 @@ READABLE_FEATURES = frozenset({"timestampNtz", "appendOnly", "invariants", "chec
                                "vacuumProtocolCheck", "inCommitTimestamp"})
 """Table features that do not change how the table's rows are read."""
 BATCH_ROWS = 8192
+BATCH_BYTES = 16 << 20
+"""About this much Parquet data per record batch (`_batch_rows`)."""
 BOUND_ROWS = 20_000_000
 """Above this many rows (by the Delta log's statistics) a table's keys are not sorted in the
 driver's memory for its chunk boundaries: the source is walked instead."""
-MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def open_lake(path: str, plan: Plan) -> "DriverLake | str":
@@ -133,7 +137,7 @@ class DriverLake:
         for uri in files:
             f = pq.ParquetFile(_local(uri))
             have = set(f.schema_arrow.names)
-            for batch in f.iter_batches(batch_size=BATCH_ROWS, use_threads=True,
+            for batch in f.iter_batches(batch_size=_batch_rows(f.metadata), use_threads=False,
                                         columns=[n for n in want.names if n in have]):
                 batch = _conform(batch, want)
                 if self.scd2:
@@ -146,22 +150,21 @@ class DriverLake:
         names = [self.names[c.name] for c in t.columns]
         key_at = [names.index(self.names[k]) for k in t.key]
         chunk_of = _chunker(self.plan, [t.columns[i] for i in key_at])
-        counts: dict[int, int] = {}
-        xors: dict[int, int] = {}
+        plan = self.plan
+        slots = plan.buckets or max(c.index for c in plan.chunks) + 1
+        counts, xors = array("Q", bytes(8 * slots)), array("Q", bytes(8 * slots))
+        fold = fold_columns if function("row_sums") else fold_rows
         try:
             for batch in self.batches():
                 if not batch.num_rows:
                     continue
                 texts = [value_text(c, batch.column(i)) for i, c in enumerate(t.columns)]
-                chunks = chunk_of(batch, key_at, texts)
-                for c, h in zip(chunks, _digests(row_text(t.columns, texts))):
-                    counts[c] = counts.get(c, 0) + 1
-                    xors[c] = xors.get(c, 0) ^ int.from_bytes(h[:8], "big")
+                fold(t.columns, texts, chunk_of(batch, key_at, texts), counts, xors)
         except (OSError, ValueError, TypeError, NotImplementedError) as exc:  # Arrow's errors
             raise VerifyError(f"{t.name}: the driver cannot read {self.path}: "
                               f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                               hint="--engine spark reads it with Spark") from None
-        return {c: (counts[c], xors[c] & MASK64) for c in counts}
+        return {c: (counts[c], xors[c]) for c in range(slots) if counts[c]}
 
 
 def key_bounds(path: str, t: SourceTable, chunk_size: int,
@@ -249,6 +252,17 @@ def _local(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
 
+def _batch_rows(meta: Any) -> int:
+    """Rows per record batch of a Parquet file: BATCH_ROWS, fewer where rows are long, so a
+    batch holds about BATCH_BYTES (memory freed by one batch is reused by the next, where
+    150 MB batches of long texts came from fresh pages: 0.3-0.6 system CPU s at 1M)."""
+    rows = meta.num_rows
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if not rows or size <= 0:
+        return BATCH_ROWS
+    return int(max(64, min(BATCH_ROWS, BATCH_BYTES * rows // size)))
+
+
 def _conform(batch: "pa.RecordBatch", schema: "pa.Schema") -> "pa.RecordBatch":
     """A file's batch in the table's schema: columns added after the file was written are
     NULL, older narrower types cast (what Spark's reader does)."""
@@ -275,12 +289,12 @@ def value_text(col: Column, arr: "pa.Array") -> "pa.Array":
     import pyarrow.compute as pc
 
     k, typ = col.kind, arr.type
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or str(typ) == "string_view":
         if k in ("date", "datetime", "timestamp"):
             raise VerifyError(f"column {col.name} is kept as text in Delta (zero_dates="
                               "'string'): verify compares the 'null' policy only")
-        if k in ("int", "decimal", "text"):
-            return arr
+        if k in ("int", "decimal", "text"):  # one string type for the row text's joins
+            return arr if pa.types.is_string(typ) else pc.cast(arr, pa.string())
     if k == "int" and pa.types.is_integer(typ):
         return pc.cast(arr, pa.string())
     if k in ("int", "decimal") and pa.types.is_decimal(typ):
@@ -401,32 +415,61 @@ def key_texts(cols: list[Column], texts: list["pa.Array"]) -> list[str]:
     return out
 
 
-def _digests(pieces: list["pa.Array"]) -> Iterator[bytes]:
-    """SHA-1 of each row's text, given as pieces whose concatenation it is (`row_text`), read
-    from the arrays' buffers (no Python strings)."""
+def fold_rows(cols: tuple[Column, ...], texts: list["pa.Array"], chunks: list[int],
+              counts: "array[int]", xors: "array[int]") -> None:
+    """Each row's canonical text (`row_text` of the columns' value texts) hashed with SHA-1
+    and folded into its chunk: one more row in counts[chunk], the hash's first 64 bits
+    (big-endian) XORed into xors[chunk]. The Python twin of the C core's `row_sums`
+    (`fold_columns`)."""
     import pyarrow as pa
 
     sha1 = hashlib.sha1
     views = []
-    for p in pieces:
+    for p in row_text(cols, texts):
         if isinstance(p, pa.ChunkedArray):
             p = p.combine_chunks()
         if p.null_count:
             raise AssertionError("a row text piece is never NULL")
         bufs = p.buffers()
-        offsets = memoryview(bufs[1]).cast("q" if pa.types.is_large_string(p.type) else "i")
-        data = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
-        views.append((offsets, data, p.offset))
-    if len(views) == 1:
-        offsets, data, o = views[0]
-        for i in range(o, o + len(pieces[0])):
-            yield sha1(data[offsets[i]:offsets[i + 1]]).digest()
-        return
-    for i in range(len(pieces[0])):
+        views.append((memoryview(bufs[1]).cast("q" if _wide(p.type) else "i"),
+                      memoryview(bufs[2] if bufs[2] is not None else b""), p.offset))
+    for i, c in enumerate(chunks):
         h = sha1()
-        for offsets, data, o in views:
-            h.update(data[offsets[o + i]:offsets[o + i + 1]])
-        yield h.digest()
+        for offsets, data, start in views:
+            h.update(data[offsets[start + i]:offsets[start + i + 1]])
+        counts[c] += 1
+        xors[c] ^= int.from_bytes(h.digest()[:8], "big")
+
+
+def fold_columns(cols: tuple[Column, ...], texts: list["pa.Array"], chunks: list[int],
+                 counts: "array[int]", xors: "array[int]") -> None:
+    """`fold_rows` by the C core: each row's text is assembled and hashed in C from the
+    value texts' Arrow buffers (no joined copy)."""
+    import pyarrow as pa
+
+    columns = []
+    for c, v in zip(cols, texts):
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        bufs = v.buffers()
+        columns.append((bufs[0] if v.null_count else None, bufs[1],
+                        bufs[2] if bufs[2] is not None else b"", v.offset, _wide(v.type),
+                        c.kind == "text"))
+    _row_sums(columns, chunks, counts, xors)
+
+
+def _wide(typ: "pa.DataType") -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_large_string(typ) or pa.types.is_large_binary(typ))
+
+
+def _row_sums(*args: Any) -> None:
+    """The C core's row_sums (`fold_columns` runs only where it is in use)."""
+    fast = function("row_sums")
+    if fast is None:
+        raise RuntimeError("the C core is not in use")
+    fast(*args)
 
 
 def _chunker(plan: Plan, keys: list[Column]) -> Any:
