@@ -155,12 +155,14 @@ def source_sums(src: Source, plans: list[Plan],
     """Every chunk's source checksum (per table the sums and the seconds from the start to
     its last chunk).
 
-    With `connections` above 1, the chunks of all tables are read that many at a time, each
-    on a connection of its own, the tables interleaved (so no connection idles at a table's
-    end; more connections share `src`'s rate limit); a hash-bucket table is one read."""
-    extra = [src.another(connections) for _ in range(connections - 1)]
-    if extra and src.rate:
-        src.rate /= connections
+    With `connections` above 1, the chunks are read that many at a time, each on a
+    connection of its own (`src`'s spares, which share its rate limit): the largest table
+    first, each table's chunks in key order, the next table's begun as soon as a connection
+    is free (so none idles at a table's end); a hash-bucket table is one read."""
+    extra = src.spares(connections - 1)
+    rate = src.rate
+    for s in (src, *extra):  # the rate limit shared
+        s.rate = rate / connections if rate else None
     idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
     for s in (src, *extra):
         idle.put(s)
@@ -186,17 +188,16 @@ def source_sums(src: Source, plans: list[Plan],
             idle.put(conn)
 
     try:
-        # Tables side by side, each at the same pace (a chunk's place in its table), the
-        # heaviest chunks first among equals: a table whose reads wait on the disk runs
-        # beside others that keep the cores busy.
+        # The largest table first, on every connection: its reads (often waiting on the
+        # disk) then overlap the driver's Delta side, and the CPU-bound small tables come
+        # after it (measured against tables interleaved at the same pace: benchmarks/README).
         weight = src.table_bytes([p.table for p in plans]) if extra else {}
-        tasks = sorted(((i / len(p.chunks), -weight.get(p.table.name, 0) / len(p.chunks), k, c)
-                        for k, p in enumerate(plans) if p.chunks
-                        for i, c in enumerate(p.chunks[:1] if p.buckets else p.chunks)),
-                       key=lambda t: (t[0], t[1], t[2], t[3].index))
+        tasks = sorted(((-weight.get(p.table.name, 0), k, c) for k, p in enumerate(plans)
+                        if p.chunks for c in (p.chunks[:1] if p.buckets else p.chunks)),
+                       key=lambda t: (t[0], t[1], t[2].index))
         with ThreadPoolExecutor(max(1, connections)) as pool:
             futures = [pool.submit(bucketed, k) if plans[k].buckets else pool.submit(one, k, c)
-                       for _, _, k, c in tasks]
+                       for _, k, c in tasks]
             for k, got in _as_completed(futures):
                 sums[k].update(got)
                 seconds[k] = time.monotonic() - t0
@@ -205,9 +206,8 @@ def source_sums(src: Source, plans: list[Plan],
     finally:
         for s in extra:
             src.timeouts += s.timeouts
-            s.close()
-        if extra and src.rate:
-            src.rate *= connections
+            s.timeouts = 0
+        src.rate = rate
     return list(zip(sums, seconds))
 
 
@@ -237,9 +237,8 @@ def plan_tables(src: Source, tables: list[tuple[str, str]], chunk_size: int,
     if connections < 2 or len(tables) < 2:
         return [plan(src, name) for name in tables]
     n = min(connections, len(tables))
-    extra = [src.another() for _ in range(n - 1)]
     idle: queue.SimpleQueue[Source] = queue.SimpleQueue()
-    for s in (src, *extra):
+    for s in (src, *src.spares(n - 1)):
         idle.put(s)
 
     def one(name: tuple[str, str]) -> Plan:
@@ -249,12 +248,8 @@ def plan_tables(src: Source, tables: list[tuple[str, str]], chunk_size: int,
         finally:
             idle.put(conn)
 
-    try:
-        with ThreadPoolExecutor(n) as pool:
-            return list(pool.map(one, tables))
-    finally:
-        for s in extra:
-            s.close()
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(one, tables))
 
 
 def _as_completed(futures: list[Future[Any]]) -> Iterator[Any]:

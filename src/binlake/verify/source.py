@@ -124,16 +124,22 @@ class Source:
             self.conn = pymysql.connect(**kw)
         except pymysql.err.MySQLError as exc:
             raise VerifyError(f"cannot connect to {self.url}: {exc.args[-1]}") from None
-        # Raw text (no Python conversions), UTC for TIMESTAMP, no sql_mode surprises.
+        # Raw text (no Python conversions), UTC for TIMESTAMP, no sql_mode surprises, and
+        # each read's snapshot (`read`) in REPEATABLE READ.
         self.rows("SET SESSION sql_mode = '', time_zone = '+00:00'")
+        self.rows("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         version = str(self.rows("SELECT @@version")[0][0])
         self.flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
         self._rows_done = 0
         self._t0 = time.monotonic()
         self.timeouts = 0
         """Reads that hit the statement timeout (each retried after a pause)."""
+        self._spares: list[Source] = []
 
     def close(self) -> None:
+        for s in self._spares:
+            s.close()
+        self._spares.clear()
         self.conn.close()
 
     def another(self, share: int = 1) -> "Source":
@@ -141,6 +147,14 @@ class Source:
         the rate limit among that many connections."""
         return Source(self.url, rate=self.rate / share if self.rate else None,
                       timeout=self.timeout, retries=self.retries)
+
+    def spares(self, n: int) -> list["Source"]:
+        """`n` more connections for reads side by side, kept open until `close` (planning
+        and checksumming share them: a connection costs round trips and an
+        authentication)."""
+        while len(self._spares) < n:
+            self._spares.append(self.another())
+        return self._spares[:n]
 
     def rows(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement; a server error becomes a VerifyError naming the server."""
@@ -200,7 +214,6 @@ class Source:
                 time.sleep(ahead)
 
     def _begin(self) -> Position:
-        self.rows("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         if self.flavor == "mariadb":
             self.rows("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             status = dict(self.rows("SHOW STATUS LIKE 'binlog_snapshot_%%'"))
