@@ -61,9 +61,11 @@ def test_connections_read_the_same_checksums(table: Any) -> None:
         plan = src.plan(src.describe(DB, "t"), 4)
         one = source_sums(src, [plan])
         three = source_sums(src, [plan], lambda *a: seen.append(a), connections=3)
-        assert src.conn.open  # the caller's connection stays; the others are closed
+        spares = src.spares(2)  # the two extra connections, kept for the next reads
+        assert src.conn.open and all(c.conn.open for c in spares)
     finally:
         src.close()
+    assert not any(c.conn.open for c in (src, *spares))  # closed with the caller's
     assert len(plan.chunks) == 13
     assert {i: (c.rows, c.xor) for i, c in three[0][0].items()} == \
         {i: (c.rows, c.xor) for i, c in one[0][0].items()}

@@ -9,7 +9,7 @@ for the Delta table from the same column kinds. What a kind's text is:
 * float: the exact binary value, not a printed one: the sign, the binary exponent, 'p', and
   the 53-bit integer mantissa ('-0p6755399441055744' for -1.5, '+-2p...' for 0.3); '0' for zero (either sign).
   Computed with FLOOR(LOG2()), POW(2, n) and division by powers of two, which are exact on
-  both sides (an off-by-one LOG2 is corrected, and
+  both sides (LOG2's rounding is kept below the exponent and corrected by one test, and
   clamped to the exponents a double has), so FLOAT and DOUBLE compare by their bits.
 * date / datetime: 'YYYY-MM-DD' / 'YYYY-MM-DD hh:mm:ss.ffffff' (always 6 fraction digits);
   a zero date or a zero part ('2024-02-00') is NULL, as binlake stores it.
@@ -99,11 +99,16 @@ def q(name: str) -> str:
 
 
 def _float_sql(x: str) -> str:
+    # e0 is the exponent or one below it: LOG2 is off by a few ulps at most (just under a
+    # power of two it can round up to that exponent), and 1e-9 below it cannot. a / 2^e0
+    # is then in [1, 4), exact, and one test picks the exponent: half the LOG2 and POW
+    # calls of correcting e0 both ways (the server computes a value once per use).
     a = f"ABS({x})"
-    e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1074), 1023)"  # LOG2 may round out of range
-    e = f"({e0} + ({a} / POW(2, {e0}) >= 2) - ({a} / POW(2, {e0}) < 1))"
-    mant = f"CAST({a} / POW(2, {e}) * {MANTISSA} AS UNSIGNED)"
-    return (f"IF({x} = 0, '0', CONCAT(IF({x} < 0, '-', '+'), {e}, 'p', {mant}))")
+    e0 = f"GREATEST(FLOOR(LOG2({a}) - 1e-9), -1074)"
+    r = f"({a} / POW(2, {e0}))"
+    return (f"IF({x} = 0, '0', CONCAT(IF({x} < 0, '-', '+'), IF({r} < 2, "
+            f"CONCAT({e0}, 'p', CAST({r} * {MANTISSA} AS UNSIGNED)), "
+            f"CONCAT({e0} + 1, 'p', CAST({r} * {MANTISSA // 2} AS UNSIGNED)))))")
 
 
 def _zero_date(x: str) -> str:
