@@ -113,3 +113,13 @@ def test_row_sums_refuses_what_it_cannot_fold() -> None:
         c_module.row_sums([bad], [0, 1], *acc)
     with pytest.raises(TypeError):
         c_module.row_sums([col], [0, 1], bytes(16), bytes(16))
+
+
+def test_fold_columns_takes_only_string_arrays() -> None:
+    """A value text the C core cannot read as offsets and data is refused by name, not
+    hashed as whatever its buffers hold."""
+    acc = array("Q", bytes(8)), array("Q", bytes(8))
+    with pytest.raises(TypeError, match="column n: a value text must be a string array"):
+        lake.fold_columns((Column("n", "int", "int"),), [pa.array([1, 2], pa.int64())],
+                          [0, 0], *acc)
+    assert list(acc[0]) == [0]

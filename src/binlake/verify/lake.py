@@ -151,7 +151,7 @@ class DriverLake:
         key_at = [names.index(self.names[k]) for k in t.key]
         chunk_of = _chunker(self.plan, [t.columns[i] for i in key_at])
         plan = self.plan
-        slots = plan.buckets or max(c.index for c in plan.chunks) + 1
+        slots = plan.buckets or max((c.index for c in plan.chunks), default=-1) + 1
         counts, xors = array("Q", bytes(8 * slots)), array("Q", bytes(8 * slots))
         fold = fold_columns if function("row_sums") else fold_rows
         try:
@@ -451,6 +451,9 @@ def fold_columns(cols: tuple[Column, ...], texts: list["pa.Array"], chunks: list
     for c, v in zip(cols, texts):
         if isinstance(v, pa.ChunkedArray):
             v = v.combine_chunks()
+        if not (pa.types.is_string(v.type) or pa.types.is_binary(v.type) or _wide(v.type)):
+            raise TypeError(f"column {c.name}: a value text must be a string array, "
+                            f"not {v.type}")  # (row_sums reads offsets and data buffers)
         bufs = v.buffers()
         columns.append((bufs[0] if v.null_count else None, bufs[1],
                         bufs[2] if bufs[2] is not None else b"", v.offset, _wide(v.type),
