@@ -186,3 +186,39 @@ def test_key_bounds_leave_big_tables_to_the_walk(tmp_path: "pytest.TempPathFacto
     assert lake.key_bounds(path, t, 4, 10) == [("4",), ("8",)]
     monkeypatch.setattr(lake, "BOUND_ROWS", 9)
     assert lake.key_bounds(path, t, 4, 10) is None
+
+
+def test_binary_hex_is_each_values_hex() -> None:
+    """The hex of a binary column, made from its buffers in one call, is each value's
+    upper-case hex: NULLs, empty values, sliced arrays, empty and all-NULL arrays."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(100):
+        n = rng.randrange(0, 40)
+        vals = [None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 20))
+                for _ in range(n + 4)]
+        arr = pa.array(vals, pa.binary()).slice(rng.randrange(0, 4), n)
+        got = lake._hex_text(arr)
+        got.validate(full=True)
+        assert got.to_pylist() == [None if v is None else v.hex().upper()
+                                   for v in arr.to_pylist()]
+    assert lake._hex_text(pa.array([None, None], pa.binary())).to_pylist() == [None, None]
+
+
+def test_batches_within_one_chunk_get_it_without_a_bisect_per_row() -> None:
+    """An int key's chunks by the batch's min and max where both fall in one chunk, by
+    each row's key otherwise: the same chunks either way."""
+    from bisect import bisect_right
+
+    from binlake.verify.source import Chunk, Plan, SourceTable
+
+    key = Column("id", "int", "bigint")
+    t = SourceTable("db", "t", (key,), ("id",))
+    plan = Plan(t, [Chunk(0), Chunk(1, lo=("10",)), Chunk(2, lo=("20",))], None)
+    chunk_of = lake._chunker(plan, [key])
+    for ids in ([11, 12, 19], [10, 19, 15], [0, 5, -3], [20, 99], [9, 10], [19, 20, 3],
+                [25, 1, 12]):
+        batch = pa.record_batch([pa.array(ids, pa.int64())], names=["id"])
+        got = chunk_of(batch, [0], [pa.array([str(i) for i in ids])])
+        assert got == [bisect_right([10, 20], i) for i in ids], ids
