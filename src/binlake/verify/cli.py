@@ -114,8 +114,8 @@ class _Fail(click.ClickException):
 
 
 class _Bar:
-    """One tqdm bar over every table's chunks (tables are read side by side), naming the
-    table whose chunk came last."""
+    """One tqdm bar over every table's chunks (a table's reads may overlap the next one's),
+    naming the table whose chunk came last."""
 
     def __init__(self) -> None:
         self.bar: Any = None

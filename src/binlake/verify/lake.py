@@ -150,8 +150,7 @@ class DriverLake:
         names = [self.names[c.name] for c in t.columns]
         key_at = [names.index(self.names[k]) for k in t.key]
         chunk_of = _chunker(self.plan, [t.columns[i] for i in key_at])
-        plan = self.plan
-        slots = plan.buckets or max((c.index for c in plan.chunks), default=-1) + 1
+        slots = self.plan.buckets or max((c.index for c in self.plan.chunks), default=-1) + 1
         counts, xors = array("Q", bytes(8 * slots)), array("Q", bytes(8 * slots))
         fold = fold_columns if function("row_sums") else fold_rows
         try:
@@ -310,9 +309,10 @@ def value_text(col: Column, arr: "pa.Array") -> "pa.Array":
                        pa.string())
     if k == "binary" and pa.types.is_binary(typ):
         return _hex_text(arr)
-    if k == "geometry" and pa.types.is_struct(typ):
-        return pa.array([None if v is None else f"{v['srid']}:{v['wkb'].hex().upper()}"
-                         for v in arr.to_pylist()], pa.string())
+    if k == "geometry" and pa.types.is_struct(typ):  # '<srid>:<hex of the WKB>'
+        text = pc.binary_join_element_wise(pc.cast(pc.struct_field(arr, "srid"), pa.string()),
+                                           _hex_text(pc.struct_field(arr, "wkb")), ":")
+        return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.string()), text)
     raise VerifyError(f"column {col.name}: no driver text for {k} held as {typ}")
 
 

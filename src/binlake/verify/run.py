@@ -315,7 +315,7 @@ def verify_tables(src: Source, spark: Spark, warehouse: str, plans: list[Plan],
                  if versions[i] is None or delta_version(lakes[i].path) != versions[i]]
         if moved:
             for i in moved:
-                lakes[i] = _reopened(spark, warehouse, lakes[i])
+                lakes[i] = _reopened(lakes[i])
             lake_sums.update(zip(moved, _lake_sums([lakes[i] for i in moved], spark)))
     for k, i in enumerate(order):
         t1 = time.monotonic()
@@ -346,8 +346,9 @@ def _open_lake(spark: Spark, warehouse: str, plan: Plan, in_driver: bool) -> Any
     return lake_table(_session(spark), warehouse, plan)
 
 
-def _reopened(spark: Spark, warehouse: str, lake: Any) -> Any:
-    """A table's newest version (a driver-read table is pinned to the version it opened)."""
+def _reopened(lake: Any) -> Any:
+    """A table's newest version (a driver-read table is pinned to the version it opened;
+    Spark's reads the newest when its job runs)."""
     from .lake import DriverLake
 
     return DriverLake(lake.path, lake.plan) if isinstance(lake, DriverLake) else lake
