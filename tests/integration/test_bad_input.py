@@ -172,6 +172,16 @@ CASES: list[tuple[str, Callable[[Ctx], list[str]], list[str]]] = [
     ("sync-no-select", lambda c: ["sync", c.user_url("bi_noselect"), "--tables", f"{DB}.t",
                                   "--warehouse", str(c.tmp / "wh")],
      ["SELECT", "snapshot", f"GRANT SELECT ON `{DB}`.`t` TO 'bi_noselect'@'%'"]),
+    # -- verify: checked before the source is read or Spark starts -------------------------
+    ("verify-no-warehouse", lambda c: ["verify", c.url, "--tables", f"{DB}.*",
+                                       "--warehouse", str(c.tmp / "no-such-wh")],
+     ["--warehouse", "no-such-wh", "no such directory"]),
+    ("verify-no-such-table", lambda c: ["verify", c.url, "--tables", "nodb.*",
+                                        "--warehouse", str(c.tmp)],
+     ["'nodb.*'", "no table matches"]),
+    ("verify-closed-port", lambda c: ["verify", f"mysql://u:p@127.0.0.1:{_closed_port()}",
+                                      "--tables", "a.*", "--warehouse", str(c.tmp)],
+     ["127.0.0.1", "refused"]),
 ]
 
 
@@ -192,7 +202,7 @@ def test_bad_input_gets_one_line(ctx: Ctx, args: Callable[[Ctx], list[str]],
     t0 = time.monotonic()
     res = binlake_cli(*argv)
     assert_one_line_error(res, words)
-    if argv[0] == "sync":  # refused before Spark started (its start-up alone is 20 s and more)
+    if argv[0] in ("sync", "verify"):  # refused before Spark started (20 s and more)
         assert time.monotonic() - t0 < 15
     if "--checkpoint" in argv:
         assert not Path(argv[argv.index("--checkpoint") + 1]).exists()

@@ -93,6 +93,10 @@ def verify(url: str | ServerURL, tables: str, warehouse: str | Path, *,
         raise VerifyError(f"--chunk-size must be at least 1, not {chunk_size}")
     if rounds < 1:
         raise VerifyError(f"rounds must be at least 1, not {rounds}")
+    local = str(warehouse).removeprefix("file://").removeprefix("file:")
+    if "://" not in local and not Path(local).is_dir():  # before any connection or JVM
+        raise VerifyError(f"--warehouse {warehouse}: no such directory",
+                          hint="the warehouse binlake sync writes to")
     server = ServerURL.parse(url) if isinstance(url, str) else url
     t0 = time.monotonic()
     report = VerifyReport()
